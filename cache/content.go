@@ -1,0 +1,530 @@
+// Package cache holds what orgfs keeps on local disk: the content cache (file
+// contents fetched block by block into sparse files, under a byte budget).
+package cache
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/sirupsen/logrus"
+)
+
+// Lock order: Content.mu before entry.mu. No lock is held across network I/O;
+// disk writes of block data happen under entry.mu only for the bitmap update.
+
+// DefaultBlockSize is the unit in which content is fetched and accounted.
+const DefaultBlockSize = 1 << 20
+
+// ContentOptions configures a Content cache. Zero values take the defaults.
+type ContentOptions struct {
+	Dir       string // where the sparse files and their records live; created 0700
+	MaxSize   int64  // byte budget over the blocks present; 0 = unlimited
+	BlockSize int64  // default DefaultBlockSize
+	Log       logrus.FieldLogger
+}
+
+// Meta identifies one version of a service file. A cached entry is reused only
+// while all three fields are unchanged.
+type Meta struct {
+	ID      int64     `json:"id"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mtime"`
+}
+
+// ContentStats are the cache's counters.
+type ContentStats struct {
+	Entries    int   // files with an entry
+	Used       int64 // bytes of blocks present
+	MaxSize    int64
+	Evictions  int64 // entries evicted for the budget
+	Invalidate int64 // entries dropped because the file changed
+}
+
+// Content is the on-disk content cache: one sparse file per service file,
+// filled block by block, with a byte budget enforced over whole entries by an
+// LRU. An entry in use (acquired and not yet released) is never evicted, so
+// the cache may exceed its budget while more open files than fit are read.
+type Content struct {
+	// constants
+	dir       string
+	maxSize   int64
+	blockSize int64
+	log       logrus.FieldLogger
+
+	mu         sync.Mutex
+	lru        *simplelru.LRU[int64, *entry] // guarded by mu; oldest first
+	used       int64                         // guarded by mu
+	evictions  int64                         // guarded by mu
+	invalidate int64                         // guarded by mu
+	closed     bool                          // guarded by mu
+}
+
+// entry is one cached file.
+type entry struct {
+	id   int64
+	refs int  // guarded by Content.mu
+	gone bool // guarded by Content.mu: removed from the cache (files unlinked)
+
+	mu       sync.Mutex
+	meta     Meta     // guarded by mu
+	f        *os.File // guarded by mu; open while refs > 0
+	present  []uint64 // guarded by mu; bitmap of blocks present
+	nPresent int64    // guarded by mu
+	dirty    bool     // guarded by mu; bitmap changed since it was saved
+	lastUsed time.Time
+}
+
+// record is an entry's bitmap and validity as saved beside its data.
+type record struct {
+	Meta      Meta      `json:"meta"`
+	BlockSize int64     `json:"block_size"`
+	Present   []uint64  `json:"present"`
+	LastUsed  time.Time `json:"last_used"`
+}
+
+// OpenContent opens (or creates) the cache in opts.Dir and loads the entries a
+// previous run left, oldest use first. Entries whose record is unreadable or
+// whose data file is missing are dropped.
+func OpenContent(opts ContentOptions) (*Content, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("cache: no directory")
+	}
+	if opts.BlockSize <= 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	if opts.Log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		opts.Log = l
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	if err := os.Chmod(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	c := &Content{dir: opts.Dir, maxSize: opts.MaxSize, blockSize: opts.BlockSize, log: opts.Log}
+	lru, err := simplelru.NewLRU[int64, *entry](math.MaxInt32, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.lru = lru
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.evictLocked()
+	c.mu.Unlock()
+	return c, nil
+}
+
+func (c *Content) dataPath(id int64) string {
+	return filepath.Join(c.dir, strconv.FormatInt(id, 10)+".data")
+}
+
+func (c *Content) recordPath(id int64) string {
+	return filepath.Join(c.dir, strconv.FormatInt(id, 10)+".json")
+}
+
+// load reads the records of a previous run.
+func (c *Content) load() error {
+	names, err := os.ReadDir(c.dir)
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	type loaded struct {
+		e   *entry
+		use time.Time
+	}
+	var all []loaded
+	for _, d := range names {
+		name := d.Name()
+		idText, ok := strings.CutSuffix(name, ".json")
+		if !ok {
+			if strings.HasSuffix(name, ".data") {
+				id, err := strconv.ParseInt(strings.TrimSuffix(name, ".data"), 10, 64)
+				if err == nil {
+					if _, err := os.Stat(c.recordPath(id)); errors.Is(err, os.ErrNotExist) {
+						os.Remove(filepath.Join(c.dir, name)) // data without a record: unknown content
+					}
+				}
+			}
+			continue
+		}
+		id, err := strconv.ParseInt(idText, 10, 64)
+		if err != nil {
+			continue
+		}
+		e, err := c.loadEntry(id)
+		if err != nil {
+			c.log.WithError(err).WithField("file_id", id).Debug("cache: dropping an unusable entry")
+			c.removeFiles(id)
+			continue
+		}
+		all = append(all, loaded{e, e.lastUsed})
+	}
+	// Oldest first, so the least recently used is evicted first.
+	sort.Slice(all, func(i, j int) bool { return all[i].use.Before(all[j].use) })
+	for _, l := range all {
+		c.lru.Add(l.e.id, l.e)
+		c.used += l.e.nPresent * c.blockSize
+	}
+	return nil
+}
+
+func (c *Content) loadEntry(id int64) (*entry, error) {
+	b, err := os.ReadFile(c.recordPath(id))
+	if err != nil {
+		return nil, err
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	if r.BlockSize != c.blockSize || r.Meta.ID != id {
+		return nil, errors.New("block size or id differs")
+	}
+	st, err := os.Stat(c.dataPath(id))
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() != r.Meta.Size {
+		return nil, errors.New("data file has the wrong size")
+	}
+	n := c.blocks(r.Meta.Size)
+	if int64(len(r.Present)) != (n+63)/64 {
+		return nil, errors.New("bitmap has the wrong length")
+	}
+	e := &entry{id: id, meta: r.Meta, present: r.Present, lastUsed: r.LastUsed}
+	for i := int64(0); i < n; i++ {
+		if e.has(i) {
+			e.nPresent++
+		}
+	}
+	return e, nil
+}
+
+// blocks is the number of blocks of a file of the given size.
+func (c *Content) blocks(size int64) int64 {
+	return (size + c.blockSize - 1) / c.blockSize
+}
+
+// BlockSize is the cache's block size.
+func (c *Content) BlockSize() int64 { return c.blockSize }
+
+// Acquire returns the entry for m, creating it, or resetting it when the file
+// changed (another size or modification time). The entry is not evicted until
+// the handle is released.
+func (c *Content) Acquire(m Meta) (*Handle, error) {
+	if m.Size < 0 {
+		return nil, fmt.Errorf("cache: negative size %d", m.Size)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errors.New("cache: closed")
+	}
+	e, ok := c.lru.Get(m.ID)
+	if ok {
+		e.mu.Lock()
+		same := e.meta.Size == m.Size && e.meta.ModTime.Equal(m.ModTime)
+		e.mu.Unlock()
+		if !same {
+			c.invalidate++
+			c.removeLocked(e)
+			ok = false
+		}
+	}
+	if !ok {
+		e = &entry{id: m.ID, meta: m, present: make([]uint64, (c.blocks(m.Size)+63)/64), dirty: true}
+		c.lru.Add(m.ID, e)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.f == nil {
+		f, err := os.OpenFile(c.dataPath(m.ID), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			c.lru.Remove(m.ID)
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+		if err := f.Truncate(m.Size); err != nil {
+			f.Close()
+			c.lru.Remove(m.ID)
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+		e.f = f
+	}
+	e.refs++
+	e.lastUsed = time.Now()
+	return &Handle{c: c, e: e}, nil
+}
+
+// Invalidate drops the entry of a file id (the file changed or was deleted).
+// Handles still held keep reading what they had, but add nothing.
+func (c *Content) Invalidate(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.lru.Peek(id); ok {
+		c.invalidate++
+		c.removeLocked(e)
+	}
+}
+
+// removeLocked takes e out of the index and accounting; its files go now, or
+// at its last release when in use.
+func (c *Content) removeLocked(e *entry) {
+	c.lru.Remove(e.id)
+	e.mu.Lock()
+	c.used -= e.nPresent * c.blockSize
+	e.nPresent = 0
+	for i := range e.present {
+		e.present[i] = 0
+	}
+	e.dirty = false
+	e.mu.Unlock()
+	// Unlinked now even when in use: the holders keep reading their open file,
+	// and a new entry for the same id gets fresh files.
+	e.gone = true
+	c.removeFiles(e.id)
+}
+
+func (c *Content) removeFiles(id int64) {
+	os.Remove(c.dataPath(id))
+	os.Remove(c.recordPath(id))
+}
+
+// evictLocked removes least recently used entries not in use until the cache
+// is within its budget.
+func (c *Content) evictLocked() {
+	if c.maxSize <= 0 || c.used <= c.maxSize {
+		return
+	}
+	for _, id := range c.lru.Keys() {
+		if c.used <= c.maxSize {
+			return
+		}
+		e, _ := c.lru.Peek(id)
+		if e.refs > 0 {
+			continue
+		}
+		c.evictions++
+		c.log.WithField("file_id", id).Debug("cache: evicting")
+		c.removeLocked(e)
+	}
+}
+
+// Stats returns the counters.
+func (c *Content) Stats() ContentStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ContentStats{Entries: c.lru.Len(), Used: c.used, MaxSize: c.maxSize, Evictions: c.evictions, Invalidate: c.invalidate}
+}
+
+// Close saves every entry's record. Handles still held keep working on their
+// open files but are no longer saved.
+func (c *Content) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var first error
+	for _, id := range c.lru.Keys() {
+		e, _ := c.lru.Peek(id)
+		e.mu.Lock()
+		if err := c.saveLocked(e); err != nil && first == nil {
+			first = err
+		}
+		e.mu.Unlock()
+	}
+	return first
+}
+
+// saveLocked writes e's record when it changed. Called with e.mu held.
+func (c *Content) saveLocked(e *entry) error {
+	if !e.dirty {
+		return nil
+	}
+	b, err := json.Marshal(record{Meta: e.meta, BlockSize: c.blockSize, Present: e.present, LastUsed: e.lastUsed})
+	if err != nil {
+		return err
+	}
+	tmp := c.recordPath(e.id) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	if err := os.Rename(tmp, c.recordPath(e.id)); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	e.dirty = false
+	return nil
+}
+
+func (e *entry) has(i int64) bool { return e.present[i/64]&(1<<(i%64)) != 0 }
+
+// Handle is a use of one cache entry. Its methods are safe for concurrent use.
+type Handle struct {
+	c    *Content
+	e    *entry
+	once sync.Once
+}
+
+// Meta is the file version the entry holds.
+func (h *Handle) Meta() Meta {
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	return h.e.meta
+}
+
+// Missing lists the blocks overlapping [off, off+n) that are not present.
+func (h *Handle) Missing(off, n int64) []int64 {
+	first, last, ok := h.span(off, n)
+	if !ok {
+		return nil
+	}
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	var out []int64
+	for i := first; i <= last; i++ {
+		if !h.e.has(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Has reports whether block i is present.
+func (h *Handle) Has(i int64) bool {
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	return i >= 0 && i < h.c.blocks(h.e.meta.Size) && h.e.has(i)
+}
+
+// Complete reports whether every block is present.
+func (h *Handle) Complete() bool {
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	return h.e.nPresent == h.c.blocks(h.e.meta.Size)
+}
+
+// span is the range of block indices overlapping [off, off+n), clipped to the file.
+func (h *Handle) span(off, n int64) (first, last int64, ok bool) {
+	size := h.Meta().Size
+	if off < 0 || n <= 0 || off >= size {
+		return 0, 0, false
+	}
+	end := min(off+n, size)
+	return off / h.c.blockSize, (end - 1) / h.c.blockSize, true
+}
+
+// BlockRange is the byte range [off, off+n) of block i.
+func (h *Handle) BlockRange(i int64) (off, n int64) {
+	size := h.Meta().Size
+	off = i * h.c.blockSize
+	return off, max(0, min(h.c.blockSize, size-off))
+}
+
+// ReadAt reads cached bytes. The caller checks with Missing that the blocks
+// are present; bytes of absent blocks read as zeros.
+func (h *Handle) ReadAt(p []byte, off int64) (int, error) {
+	h.e.mu.Lock()
+	f := h.e.f
+	h.e.mu.Unlock()
+	return f.ReadAt(p, off)
+}
+
+// WriteBlock stores block i, which must be the block's whole content, and
+// marks it present.
+func (h *Handle) WriteBlock(i int64, data []byte) error {
+	off, n := h.BlockRange(i)
+	if int64(len(data)) != n || n == 0 {
+		return fmt.Errorf("cache: block %d of file %d is %d bytes, got %d", i, h.e.id, n, len(data))
+	}
+	h.e.mu.Lock()
+	f := h.e.f
+	h.e.mu.Unlock()
+	if _, err := f.WriteAt(data, off); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	h.markPresent(i, i)
+	return nil
+}
+
+// WriteAll stores the whole content of the file from r (a bundle's ZIP entry)
+// and marks every block present. It fails, storing nothing as present, when r
+// holds another number of bytes than the file's size.
+func (h *Handle) WriteAll(r io.Reader) error {
+	size := h.Meta().Size
+	h.e.mu.Lock()
+	f := h.e.f
+	h.e.mu.Unlock()
+	n, err := io.Copy(io.NewOffsetWriter(f, 0), io.LimitReader(r, size+1))
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	if n != size {
+		return fmt.Errorf("cache: file %d is %d bytes, got %d", h.e.id, size, n)
+	}
+	if size > 0 {
+		h.markPresent(0, h.c.blocks(size)-1)
+	}
+	return nil
+}
+
+func (h *Handle) markPresent(first, last int64) {
+	c, e := h.c, h.e
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.mu.Lock()
+	added := int64(0)
+	if !e.gone {
+		for i := first; i <= last; i++ {
+			if !e.has(i) {
+				e.present[i/64] |= 1 << (i % 64)
+				added++
+			}
+		}
+		if added > 0 {
+			e.nPresent += added
+			e.dirty = true
+		}
+	}
+	e.mu.Unlock()
+	c.used += added * c.blockSize
+	c.evictLocked()
+}
+
+// Release ends this use of the entry, saving its record. It is safe to call
+// more than once.
+func (h *Handle) Release() {
+	h.once.Do(func() {
+		c, e := h.c, h.e
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e.refs--
+		if e.refs > 0 {
+			return
+		}
+		e.mu.Lock()
+		if e.f != nil {
+			e.f.Close()
+			e.f = nil
+		}
+		if !e.gone {
+			if err := c.saveLocked(e); err != nil {
+				c.log.WithError(err).Warn("cache: could not save an entry's record")
+			}
+		}
+		e.mu.Unlock()
+		c.evictLocked()
+	})
+}

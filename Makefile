@@ -1,0 +1,30 @@
+# orgfs: build, test, demo.
+GO      ?= go
+BIN     ?= orgfs
+DEMODIR ?= .demo
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
+
+.PHONY: build test fmt-check vet unit demo clean
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) .
+
+# The test command of README.md and CI: formatting, vet, and every test under the race detector.
+test: fmt-check vet unit
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+# The emulator with demo data, in the foreground; Ctrl-C stops it.
+demo: build
+	./$(BIN) emulator --seed demo --listen 127.0.0.1:8080 --credentials-dir $(DEMODIR)
+
+clean:
+	rm -rf $(BIN) $(DEMODIR)

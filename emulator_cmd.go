@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/logging"
+	"github.com/orgfs/orgfs/internal/units"
+)
+
+// emulatorOptions are the flags of "orgfs emulator".
+type emulatorOptions struct {
+	Listen         string
+	ObjectsListen  string
+	DataDir        string
+	Seed           string
+	CredentialsDir string
+	StepDelay      time.Duration
+	Latency        time.Duration
+	ObjectLatency  time.Duration
+	StreamRate     units.Rate
+	FaultRate      float64
+	FaultSeed      int64
+	Log            logging.Options
+}
+
+func defaultEmulatorOptions() emulatorOptions {
+	return emulatorOptions{
+		Listen:        "127.0.0.1:8080",
+		ObjectsListen: "127.0.0.1:0",
+		Seed:          "demo",
+		StepDelay:     2 * time.Second,
+		Log:           logging.Defaults(),
+	}
+}
+
+func runEmulator(args []string, stdout, stderr io.Writer) error {
+	o := defaultEmulatorOptions()
+	fs := newFlagSet("emulator", "", stdout)
+	fs.StringVar(&o.Listen, "listen", o.Listen, "address of the API (port 0 picks a free port)")
+	fs.StringVar(&o.ObjectsListen, "objects-listen", o.ObjectsListen, "address of the object store behind presigned URLs (port 0 picks a free port)")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "where file contents, parts and ZIPs live (default: a temporary directory, removed at exit)")
+	fs.StringVar(&o.Seed, "seed", o.Seed, "initial content: demo (a populated organization) or empty")
+	fs.StringVar(&o.CredentialsDir, "credentials-dir", o.CredentialsDir, "write one credentials file per organization here: org-a.json, org-b.json (default: DATA-DIR/credentials)")
+	fs.DurationVar(&o.StepDelay, "step-delay", o.StepDelay, "time each step of an asynchronous job takes (image builds, computer power, download bundles)")
+	fs.DurationVar(&o.Latency, "latency", o.Latency, "delay added to every API request")
+	fs.DurationVar(&o.ObjectLatency, "object-latency", o.ObjectLatency, "delay before the first byte of every object transfer")
+	fs.Var(&o.StreamRate, "stream-rate", "bandwidth of one object connection, e.g. 100MB/s (0: unlimited)")
+	fs.Float64Var(&o.FaultRate, "fault-rate", o.FaultRate, "fraction (0..1) of requests that fail: 500/503 answers, connections reset mid-body, answers dropped")
+	fs.Int64Var(&o.FaultSeed, "fault-seed", o.FaultSeed, "seed of the fault sequence (the same seed gives the same faults)")
+	o.Log.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (see 'orgfs emulator --help')", fs.Arg(0))
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	log, closer, err := o.Log.New()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer closer.Close()
+
+	dataDir, cleanup := o.DataDir, func() {}
+	if dataDir == "" {
+		d, err := os.MkdirTemp("", "orgfs-emulator-")
+		if err != nil {
+			return err
+		}
+		dataDir, cleanup = d, func() { os.RemoveAll(d) }
+	}
+	defer cleanup()
+	credDir := o.CredentialsDir
+	if credDir == "" {
+		credDir = filepath.Join(dataDir, "credentials")
+	}
+
+	srv, err := emulator.Listen(emulator.Options{
+		DataDir:       dataDir,
+		Seed:          o.Seed,
+		StepDelay:     o.StepDelay,
+		Latency:       o.Latency,
+		ObjectLatency: o.ObjectLatency,
+		StreamRate:    int64(o.StreamRate),
+		FaultRate:     o.FaultRate,
+		FaultSeed:     o.FaultSeed,
+		Log:           log,
+	}, o.Listen, o.ObjectsListen)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if err := srv.WriteCredentials(credDir); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "orgfs emulator: API at %s, object store at %s\n", srv.APIURL, srv.ObjectsURL)
+	for _, c := range srv.Credentials() {
+		fmt.Fprintf(stdout, "  %s credentials: %s\n", c.Name, filepath.Join(credDir, c.Name+".json"))
+	}
+	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	log.Info("stopping the emulator")
+	return nil
+}
+
+func (o *emulatorOptions) validate() error {
+	switch {
+	case o.Seed != "demo" && o.Seed != "empty":
+		return usagef("--seed %q: want demo or empty", o.Seed)
+	case o.FaultRate < 0 || o.FaultRate > 1:
+		return usagef("--fault-rate %v: want a fraction between 0 and 1", o.FaultRate)
+	case o.StepDelay < 0 || o.Latency < 0 || o.ObjectLatency < 0:
+		return usagef("delays cannot be negative")
+	case o.StreamRate < 0:
+		return usagef("--stream-rate cannot be negative")
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+// Package emulator is an in-process emulator of the organization management
+// service (spec/organization-api.md, with the choices of spec/service-notes.md):
+// every endpoint under /organization-management/v1, HMAC verification, two
+// organizations, the state machines of images, computers and download jobs
+// advanced lazily by an injectable clock, and an object store with presigned
+// URLs on a listener of its own (package objstore).
+//
+// Lock order: Emulator.mu, then nothing. upload.mu (one per upload, held for a
+// whole complete) is taken before Emulator.mu, never while holding it.
+// Emulator.mu is never held across object-store I/O, sleeps or network I/O.
+package emulator
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/internal/emulator/faults"
+	"github.com/orgfs/orgfs/internal/emulator/objstore"
+)
+
+// Prefix is the fixed path prefix of every API route.
+const Prefix = "/organization-management/v1"
+
+// Seed names.
+const (
+	SeedDemo  = "demo"  // a believable organization (default)
+	SeedEmpty = "empty" // empty storage roots and one stopped computer per organization
+)
+
+// Organization names.
+const (
+	OrgA = "org-a" // has the multiple_file_download feature
+	OrgB = "org-b" // has not
+)
+
+// Durations of the service's time-bound records.
+const (
+	downloadURLTTL = time.Hour      // presigned GET URLs
+	uploadURLTTL   = 24 * time.Hour // presigned part PUT URLs
+	jobLifetime    = 24 * time.Hour // temporary ZIP files of download jobs
+	authWindow     = 5 * time.Minute
+	logWindow      = 30 * 24 * time.Hour
+	maxLogAnswer   = 1000
+	maxLogsKept    = 100000
+	mib            = 1 << 20
+	gib            = 1 << 30
+	partMinimum    = 5 * mib // S3's part minimum, all parts but the last
+	maxParts       = 10000
+	maxPerPage     = 1000
+	maxBodyBytes   = 1 << 20
+)
+
+// Options configures an Emulator. Zero values take the defaults written next
+// to each field.
+type Options struct {
+	DataDir       string           // objects live under DataDir/objects; "" → a temp dir removed by Close
+	Seed          string           // "demo" (default) or "empty"
+	StepDelay     time.Duration    // per state-machine step; default 2s
+	Latency       time.Duration    // per API request
+	ObjectLatency time.Duration    // before the first byte of an object transfer
+	StreamRate    int64            // bytes/s per object connection; 0 unlimited
+	FaultRate     float64          // 0..1, API and object store
+	FaultSeed     int64            // makes the faults deterministic
+	Now           func() time.Time // clock; default time.Now (tests inject a fake one)
+	Log           logrus.FieldLogger
+}
+
+// Emulator is the state of the emulated service. Its API handler is Handler();
+// its object store, Objects().
+type Emulator struct {
+	// dependencies
+	opts      Options
+	now       func() time.Time
+	log       logrus.FieldLogger
+	store     *objstore.Store
+	faults    *faults.Injector // API faults
+	objFaults *faults.Injector // object-store faults (a separate sequence of the same seed family)
+	handler   http.Handler
+
+	// constants
+	dataDir    string
+	removeDir  bool // dataDir is ours: removed by Close
+	step       time.Duration
+	catalog    *catalog
+	background sync.WaitGroup // asynchronous removals
+
+	mu        sync.Mutex
+	closed    bool                 // guarded by mu
+	nextID    int64                // guarded by mu; one counter for every resource of both organizations
+	nextLogID int64                // guarded by mu
+	orgs      []*org               // guarded by mu
+	byKey     map[string]*org      // guarded by mu; API key → organization
+	nodes     map[int64]*node      // guarded by mu; files, directories, roots, incomplete uploads
+	seats     map[int64]*seat      // guarded by mu
+	seatless  map[int64]*org       // guarded by mu; machine ids without a seat (4709)
+	images    map[int64]*image     // guarded by mu
+	jobs      map[int64]*job       // guarded by mu
+	tasks     map[int64]*task      // guarded by mu
+	logs      []*logRecord         // guarded by mu; oldest first
+	nonces    map[string]time.Time // guarded by mu; key+nonce → when it may be forgotten
+	nonceAdds int                  // guarded by mu; insertions since the last pruning
+	stats     statsCounters        // guarded by mu
+	injected  map[string][]int     // guarded by mu; route → codes to answer, in order
+	drops     map[string]int       // guarded by mu; route → answers to drop
+	fixtures  map[string]Fixtures  // guarded by mu (written by the seed)
+}
+
+// New creates an emulator with the seed of opts. Close releases it.
+func New(opts Options) (*Emulator, error) {
+	if opts.Seed == "" {
+		opts.Seed = SeedDemo
+	}
+	if opts.Seed != SeedDemo && opts.Seed != SeedEmpty {
+		return nil, fmt.Errorf("emulator: unknown seed %q (want %q or %q)", opts.Seed, SeedDemo, SeedEmpty)
+	}
+	if opts.StepDelay <= 0 {
+		opts.StepDelay = 2 * time.Second
+	}
+	if opts.FaultRate < 0 || opts.FaultRate > 1 {
+		return nil, fmt.Errorf("emulator: fault rate %v outside 0..1", opts.FaultRate)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		opts.Log = l
+	}
+	e := &Emulator{
+		opts:     opts,
+		now:      opts.Now,
+		log:      opts.Log.WithField("component", "emulator"),
+		faults:   faults.New(opts.FaultRate, opts.FaultSeed),
+		step:     opts.StepDelay,
+		catalog:  newCatalog(),
+		nextID:   1000,
+		byKey:    map[string]*org{},
+		nodes:    map[int64]*node{},
+		seats:    map[int64]*seat{},
+		seatless: map[int64]*org{},
+		images:   map[int64]*image{},
+		jobs:     map[int64]*job{},
+		tasks:    map[int64]*task{},
+		nonces:   map[string]time.Time{},
+		injected: map[string][]int{},
+		drops:    map[string]int{},
+		fixtures: map[string]Fixtures{},
+	}
+	e.stats.init()
+	if opts.DataDir == "" {
+		d, err := os.MkdirTemp("", "orgfs-emulator-")
+		if err != nil {
+			return nil, fmt.Errorf("emulator: %w", err)
+		}
+		e.dataDir, e.removeDir = d, true
+	} else {
+		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("emulator: %w", err)
+		}
+		e.dataDir = opts.DataDir
+	}
+	objDir := filepath.Join(e.dataDir, "objects")
+	// Objects of an earlier run are not referenced by this run's state.
+	if err := os.RemoveAll(objDir); err != nil {
+		e.cleanup()
+		return nil, fmt.Errorf("emulator: %w", err)
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		e.cleanup()
+		return nil, fmt.Errorf("emulator: %w", err)
+	}
+	e.objFaults = faults.New(opts.FaultRate, opts.FaultSeed+1)
+	st, err := objstore.New(objstore.Options{
+		Dir:           objDir,
+		Secret:        secret,
+		Now:           opts.Now,
+		ObjectLatency: opts.ObjectLatency,
+		StreamRate:    opts.StreamRate,
+		Faults:        e.objFaults,
+		Log:           opts.Log,
+	})
+	if err != nil {
+		e.cleanup()
+		return nil, fmt.Errorf("emulator: object store: %w", err)
+	}
+	e.store = st
+	e.handler = e.newHandler()
+	if err := e.seed(opts.Seed); err != nil {
+		e.cleanup()
+		return nil, fmt.Errorf("emulator: seed %s: %w", opts.Seed, err)
+	}
+	return e, nil
+}
+
+// Close waits for asynchronous removals and deletes the data directory when
+// New created it. The emulator must not be used afterwards.
+func (e *Emulator) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.background.Wait()
+	return e.cleanup()
+}
+
+func (e *Emulator) cleanup() error {
+	if e.removeDir {
+		return os.RemoveAll(e.dataDir)
+	}
+	return nil
+}
+
+// Objects returns the object store behind the presigned URLs. Serve it on a
+// listener of its own and tell it its address with SetBaseURL (Listen does both).
+func (e *Emulator) Objects() *objstore.Store { return e.store }
+
+// Handler returns the API handler, serving /organization-management/v1/...
+func (e *Emulator) Handler() http.Handler { return e.handler }
+
+// DataDir is the directory holding the objects.
+func (e *Emulator) DataDir() string { return e.dataDir }
+
+// StepDelay is the duration of one state-machine step.
+func (e *Emulator) StepDelay() time.Duration { return e.step }
+
+// newID returns a fresh id. Called with mu held.
+func (e *Emulator) newID() int64 {
+	e.nextID++
+	return e.nextID
+}
+
+// orgByName finds an organization. Called with mu held.
+func (e *Emulator) orgByName(name string) (*org, error) {
+	for _, o := range e.orgs {
+		if o.name == name {
+			return o, nil
+		}
+	}
+	return nil, fmt.Errorf("emulator: unknown organization %q", name)
+}
+
+// removeObjectsLater removes object keys and prefixes in the background
+// (asynchronous deletion); Close waits for it. Called with mu held.
+func (e *Emulator) removeObjectsLater(keys, prefixes []string) {
+	if len(keys) == 0 && len(prefixes) == 0 || e.closed {
+		return // after Close the data directory is no longer ours to tidy
+	}
+	e.background.Add(1)
+	go func() {
+		defer e.background.Done()
+		for _, k := range keys {
+			if err := e.store.Remove(k); err != nil {
+				e.log.WithError(err).Warn("removing object")
+			}
+		}
+		for _, p := range prefixes {
+			if err := e.store.RemovePrefix(p); err != nil {
+				e.log.WithError(err).Warn("removing objects")
+			}
+		}
+	}()
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b)
+}
+
+// newUUID returns a random version-4 UUID.
+func newUUID() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// isoTime formats t as the service does: ISO 8601 in UTC with milliseconds.
+func isoTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// Now reads the emulator's clock.
+func (e *Emulator) Now() time.Time { return e.now() }

@@ -1,0 +1,170 @@
+// Command orgfs mounts an organization's cloud-computer storage as a local
+// drive and runs the emulator of the service it talks to.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; otherwise
+// it comes from the module's build information.
+var version = ""
+
+// command is one subcommand of orgfs.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"emulator": {"emulator", "run the service emulator on loopback (demo data or empty)", runEmulator},
+		"version":  {"version", "print the version", runVersion},
+		"help":     {"help", "show help for orgfs or one of its commands", runHelp},
+	}
+}
+
+// usageError is a mistake on the command line: printed as it is, exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef makes a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	if name == "-h" || name == "--help" {
+		name = "help"
+	}
+	if name == "--version" {
+		name = "version"
+	}
+	cmd, ok := commands()[name]
+	if !ok {
+		fmt.Fprintf(stderr, "orgfs: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := cmd.run(args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "orgfs %s: %v\n", name, err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "orgfs: your organization's cloud-computer storage as a local drive")
+	fmt.Fprintln(w, "\nUsage: orgfs COMMAND [flags]\n\nCommands:")
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'orgfs help COMMAND' or 'orgfs COMMAND --help' for a command's flags.")
+}
+
+func runHelp(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stdout)
+		return nil
+	}
+	cmd, ok := commands()[args[0]]
+	if !ok || args[0] == "help" {
+		usage(stdout)
+		return nil
+	}
+	return cmd.run([]string{"--help"}, stdout, stderr)
+}
+
+func runVersion(args []string, stdout, _ io.Writer) error {
+	fs := newFlagSet("version", "", stdout)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "orgfs", versionString())
+	return nil
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		return strings.TrimSpace(v + " " + rev + dirty)
+	}
+	return v
+}
+
+// newFlagSet makes a subcommand's flag set whose --help prints a synopsis and
+// the flags to w.
+func newFlagSet(name, synopsis string, w io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("orgfs "+name, pflag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(w, "Usage: orgfs %s [flags]%s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and turns a flag error into a usage error.
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usagef("%v (see '%s --help')", err, fs.Name())
+	}
+	return nil
+}

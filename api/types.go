@@ -1,0 +1,850 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// Records of the service. Resources the service shapes as
+// {"id", "type", "attributes": {...}} are flattened here: ID (always an
+// int64, whether the service gives a string or a number), Type, then the
+// attributes. Each record decodes both the service's shape and its own
+// flattened JSON (what json.Marshal of the record gives), tolerates unknown
+// fields, and reads absent or null optional fields as zero values, or nil for
+// the pointer fields that the interface documents as nullable.
+
+// Values of File.ObjectType.
+const (
+	ObjectFile      = "file"
+	ObjectDirectory = "directory"
+	ObjectRoot      = "root"
+)
+
+// FileStatusUploadCompleted is the status of a fully uploaded file.
+const FileStatusUploadCompleted = "upload_completed"
+
+// Values of Image.Status.
+const (
+	ImagePending   = "pending"
+	ImageBuilding  = "building"
+	ImageAvailable = "available"
+	ImageFailed    = "failed"
+)
+
+// Values of Image.Source.
+const (
+	ImageSourcePreInstallation = "pre_installation"
+	ImageSourceSeat            = "seat"
+)
+
+// Values of DownloadJob.Status.
+const (
+	DownloadPending    = "pending"
+	DownloadProcessing = "processing"
+	DownloadUploaded   = "uploaded"
+	DownloadFailed     = "failed"
+	DownloadCancelled  = "cancelled"
+)
+
+// Values of Seat.FriendlyStatus (service-notes.md).
+const (
+	SeatOff              = "off"
+	SeatCreating         = "creating"
+	SeatTurningOn        = "turning_on"
+	SeatReady            = "ready"
+	SeatTurningOff       = "turning_off"
+	SeatResizingDisk     = "resizing_disk"
+	SeatInstalling       = "installing"
+	SeatRegionMigration  = "region_migration"
+	SeatWarmingUp        = "warming_up"
+	SeatGracefulStopping = "graceful_stopping"
+)
+
+// Values of MachineUsage.UsageSource.
+const (
+	UsageSourceMachine     = "machine"
+	UsageSourceTeamBalance = "team_balance"
+)
+
+// resource is the service's {"id", "type", "attributes"} shape.
+type resource struct {
+	ID         flexInt         `json:"id"`
+	Type       flexString      `json:"type"`
+	Attributes json.RawMessage `json:"attributes"`
+}
+
+// decodeResource decodes b as a resource, filling attrs from its attributes,
+// or from b itself when there is no attributes object (the flattened form).
+// It reports false for a JSON null (nothing to decode).
+func decodeResource(b []byte, attrs any) (resource, bool, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || string(b) == "null" {
+		return resource{}, false, nil
+	}
+	var r resource
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, false, err
+	}
+	src := bytes.TrimSpace(r.Attributes)
+	if len(src) == 0 || src[0] != '{' {
+		src = b
+	}
+	if err := json.Unmarshal(src, attrs); err != nil {
+		return r, false, err
+	}
+	return r, true, nil
+}
+
+// AccountUsage is the answer of GET /usage.
+type AccountUsage struct {
+	UsageMinutes int64  `json:"usage_minutes"` // available usage in minutes
+	MachineType  string `json:"machine_type"`  // friendly name used for the usage calculation
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (u *AccountUsage) UnmarshalJSON(b []byte) error {
+	var w struct {
+		UsageMinutes flexInt    `json:"usage_minutes"`
+		MachineType  flexString `json:"machine_type"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*u = AccountUsage{UsageMinutes: int64(w.UsageMinutes), MachineType: string(w.MachineType)}
+	return nil
+}
+
+// MachineUsage is one computer's usage (GET /usage/machines, GET /usage/machines/{id}).
+type MachineUsage struct {
+	MachineID    int64  `json:"machine_id"`
+	MachineName  string `json:"machine_name"`
+	UsageMinutes int64  `json:"usage_minutes"` // remaining minutes, credits included
+	MachineType  string `json:"machine_type"`
+	UsageSource  string `json:"usage_source"` // UsageSourceMachine or UsageSourceTeamBalance
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (u *MachineUsage) UnmarshalJSON(b []byte) error {
+	var w struct {
+		MachineID    flexInt    `json:"machine_id"`
+		MachineName  flexString `json:"machine_name"`
+		UsageMinutes flexInt    `json:"usage_minutes"`
+		MachineType  flexString `json:"machine_type"`
+		UsageSource  flexString `json:"usage_source"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*u = MachineUsage{
+		MachineID: int64(w.MachineID), MachineName: string(w.MachineName), UsageMinutes: int64(w.UsageMinutes),
+		MachineType: string(w.MachineType), UsageSource: string(w.UsageSource),
+	}
+	return nil
+}
+
+// MachinesUsage is the answer of GET /usage/machines.
+type MachinesUsage struct {
+	Machines []MachineUsage `json:"machines"`
+	Count    int64          `json:"count"` // total number of computers
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (u *MachinesUsage) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Machines []MachineUsage `json:"machines"`
+		Count    lenientInt     `json:"count"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*u = MachinesUsage{Machines: w.Machines, Count: int64(w.Count)}
+	return nil
+}
+
+// AssignResult is the answer of POST /usage/assign.
+type AssignResult struct {
+	AssignedMinutes int64  `json:"assigned_minutes"`
+	MachineID       int64  `json:"machine_id"`
+	MachineType     string `json:"machine_type"` // friendly name used for pricing
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (r *AssignResult) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Minutes     flexInt    `json:"assigned_minutes"`
+		MachineID   flexInt    `json:"machine_id"`
+		MachineType flexString `json:"machine_type"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = AssignResult{AssignedMinutes: int64(w.Minutes), MachineID: int64(w.MachineID), MachineType: string(w.MachineType)}
+	return nil
+}
+
+// RetrieveResult is the answer of POST /usage/retrieve.
+type RetrieveResult struct {
+	RetrievedMinutes int64  `json:"retrieved_minutes"`
+	MachineID        int64  `json:"machine_id"`
+	MachineType      string `json:"machine_type"`
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (r *RetrieveResult) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Minutes     flexInt    `json:"retrieved_minutes"`
+		MachineID   flexInt    `json:"machine_id"`
+		MachineType flexString `json:"machine_type"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = RetrieveResult{RetrievedMinutes: int64(w.Minutes), MachineID: int64(w.MachineID), MachineType: string(w.MachineType)}
+	return nil
+}
+
+// Image is an organization image (template).
+type Image struct {
+	ID        int64           `json:"id"`
+	Type      string          `json:"type,omitempty"` // "image"
+	Name      string          `json:"name"`
+	Size      Size            `json:"size"`   // documented in GB (5% buffer for installed images); unit ambiguous
+	Status    string          `json:"status"` // ImagePending, ImageBuilding, ImageAvailable, ImageFailed
+	Source    string          `json:"source"` // ImageSourcePreInstallation or ImageSourceSeat
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	Softwares []ImageSoftware `json:"softwares"`
+}
+
+// UnmarshalJSON decodes the service's image object (or the flattened form).
+// The softwares list may be a plain array or an object {"data": [...]}.
+func (im *Image) UnmarshalJSON(b []byte) error {
+	var a struct {
+		ID        *flexInt     `json:"id"`
+		Name      flexString   `json:"name"`
+		Size      Size         `json:"size"`
+		Status    flexString   `json:"status"`
+		Source    flexString   `json:"source"`
+		CreatedAt flexTime     `json:"created_at"`
+		UpdatedAt flexTime     `json:"updated_at"`
+		Softwares softwareList `json:"softwares"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	id := int64(r.ID)
+	if a.ID != nil && *a.ID != 0 {
+		id = int64(*a.ID) // attributes.id is the numeric id
+	}
+	*im = Image{
+		ID: id, Type: string(r.Type), Name: string(a.Name), Size: a.Size, Status: string(a.Status),
+		Source: string(a.Source), CreatedAt: time.Time(a.CreatedAt), UpdatedAt: time.Time(a.UpdatedAt),
+		Softwares: []ImageSoftware(a.Softwares),
+	}
+	return nil
+}
+
+// ImageSoftware is a software pre-installed in an image.
+type ImageSoftware struct {
+	ID   int64  `json:"id"`
+	Type string `json:"type,omitempty"` // "software"
+	Name string `json:"name"`
+	Size Size   `json:"size"`
+}
+
+// UnmarshalJSON decodes the service's software object (or the flattened form).
+func (s *ImageSoftware) UnmarshalJSON(b []byte) error {
+	var a struct {
+		ID   *flexInt   `json:"id"`
+		Name flexString `json:"name"`
+		Size Size       `json:"size"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	id := int64(r.ID)
+	if a.ID != nil && *a.ID != 0 {
+		id = int64(*a.ID)
+	}
+	*s = ImageSoftware{ID: id, Type: string(r.Type), Name: string(a.Name), Size: a.Size}
+	return nil
+}
+
+// softwareList is an image's software list: a plain array, or an object
+// wrapping it as {"data": [...]}; null or anything else reads as empty.
+type softwareList []ImageSoftware
+
+func (l *softwareList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '[':
+		var items []ImageSoftware
+		if err := json.Unmarshal(b, &items); err != nil {
+			return err
+		}
+		*l = items
+	case '{':
+		var w struct {
+			Data softwareList `json:"data"`
+		}
+		if err := json.Unmarshal(b, &w); err != nil {
+			return err
+		}
+		*l = w.Data
+	default:
+		*l = nil
+	}
+	return nil
+}
+
+// SoftwareCatalog is the answer of GET /software.
+type SoftwareCatalog struct {
+	Software   []Software  `json:"software"`
+	BaseImages []BaseImage `json:"base_images"`
+}
+
+// Software is an item of the software catalog; its ID goes in software_ids.
+type Software struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Size Size   `json:"size"` // documented in bytes; may be fractional
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (s *Software) UnmarshalJSON(b []byte) error {
+	var a struct {
+		ID   flexInt    `json:"id"`
+		Name flexString `json:"name"`
+		Size Size       `json:"size"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	if a.ID == 0 {
+		a.ID = r.ID
+	}
+	*s = Software{ID: int64(a.ID), Name: string(a.Name), Size: a.Size}
+	return nil
+}
+
+// BaseImage is a base image of the software catalog; its ID is a base_image_id.
+type BaseImage struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	Size Size   `json:"size"`           // bytes
+	Type string `json:"type,omitempty"` // "base_image"
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (bi *BaseImage) UnmarshalJSON(b []byte) error {
+	var a struct {
+		ID   flexInt    `json:"id"`
+		Name flexString `json:"name"`
+		Size Size       `json:"size"`
+		Type flexString `json:"type"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	if a.ID == 0 {
+		a.ID = r.ID
+	}
+	*bi = BaseImage{ID: int64(a.ID), Name: string(a.Name), Size: a.Size, Type: string(a.Type)}
+	return nil
+}
+
+// Permissions are a computer's permissions. In a CreateSeatsRequest a nil
+// field is not sent (the service default applies: internet, downloads and
+// clipboard on; analytics and recordings off); in a Seat, nil means absent.
+type Permissions struct {
+	PublicInternetAccess              *bool `json:"public_internet_access,omitempty"`
+	CanDownloadFromServiceWorkstation *bool `json:"can_download_from_service_workstation,omitempty"`
+	AnalyticsCollectionEnabled        *bool `json:"analytics_collection_enabled,omitempty"`
+	ClipboardEnabled                  *bool `json:"clipboard_enabled,omitempty"`
+	ScreenRecordingEnabled            *bool `json:"screen_recording_enabled,omitempty"`
+	InputRecordingEnabled             *bool `json:"input_recording_enabled,omitempty"`
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (p *Permissions) UnmarshalJSON(b []byte) error {
+	var w struct {
+		PublicInternetAccess              *flexBool `json:"public_internet_access"`
+		CanDownloadFromServiceWorkstation *flexBool `json:"can_download_from_service_workstation"`
+		AnalyticsCollectionEnabled        *flexBool `json:"analytics_collection_enabled"`
+		ClipboardEnabled                  *flexBool `json:"clipboard_enabled"`
+		ScreenRecordingEnabled            *flexBool `json:"screen_recording_enabled"`
+		InputRecordingEnabled             *flexBool `json:"input_recording_enabled"`
+	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*p = Permissions{
+		PublicInternetAccess:              w.PublicInternetAccess.ptr(),
+		CanDownloadFromServiceWorkstation: w.CanDownloadFromServiceWorkstation.ptr(),
+		AnalyticsCollectionEnabled:        w.AnalyticsCollectionEnabled.ptr(),
+		ClipboardEnabled:                  w.ClipboardEnabled.ptr(),
+		ScreenRecordingEnabled:            w.ScreenRecordingEnabled.ptr(),
+		InputRecordingEnabled:             w.InputRecordingEnabled.ptr(),
+	}
+	return nil
+}
+
+// Bool returns a pointer to b, for the optional fields of requests.
+func Bool(b bool) *bool { return &b }
+
+// Int64 returns a pointer to n, for the optional fields of requests.
+func Int64(n int64) *int64 { return &n }
+
+// User is the owner of a file or computer.
+type User struct {
+	ID    string `json:"id"` // UUID
+	Email string `json:"email"`
+	Name  string `json:"name"`
+}
+
+// UnmarshalJSON decodes the service's user object (or the flattened form).
+func (u *User) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID         flexString `json:"id"`
+		Email      flexString `json:"email"`
+		Name       flexString `json:"name"`
+		Attributes *struct {
+			Email flexString `json:"email"`
+			Name  flexString `json:"name"`
+		} `json:"attributes"`
+	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.Attributes != nil {
+		w.Email, w.Name = w.Attributes.Email, w.Attributes.Name
+	}
+	*u = User{ID: string(w.ID), Email: string(w.Email), Name: string(w.Name)}
+	return nil
+}
+
+// Seat is a computer (the words seat, machine and computer name the same
+// thing). Its ID is the one every /machines/{id} and /seats/{id} path takes.
+// Raw keeps the record as the service sent it, for fields not modelled here.
+type Seat struct {
+	ID                int64           `json:"id"`
+	Type              string          `json:"type,omitempty"` // "seat"
+	Name              string          `json:"name"`
+	Status            string          `json:"status"`
+	FriendlyStatus    string          `json:"friendly_status"` // SeatOff, SeatReady, ...
+	AutoStopThreshold int64           `json:"auto_stop_threshold"`
+	FileStorageSize   Size            `json:"file_storage_size"` // documented as bytes; examples read as GB
+	DiskSize          Size            `json:"disk_size"`         // documented as bytes; examples read as GB
+	NetworkCredit     int64           `json:"network_credit"`
+	RemainingUsage    int64           `json:"remaining_usage"`
+	DepositedUsage    int64           `json:"deposited_usage"`
+	AssignedImageID   *int64          `json:"assigned_image_id"`
+	AssignedImageName *string         `json:"assigned_image_name"`
+	UsageSource       string          `json:"usage_source"`
+	Permissions       Permissions     `json:"permissions"`
+	User              *User           `json:"user"`
+	Machine           *Machine        `json:"machine"`
+	Task              json.RawMessage `json:"task,omitempty"` // null or an object
+	Raw               json.RawMessage `json:"-"`
+}
+
+// Running reports whether the computer is up (friendly status "ready").
+func (s *Seat) Running() bool { return s.FriendlyStatus == SeatReady }
+
+// Stopped reports whether the computer is stopped (friendly status "off").
+func (s *Seat) Stopped() bool { return s.FriendlyStatus == SeatOff }
+
+// UnmarshalJSON decodes the service's seat object (or the flattened form).
+func (s *Seat) UnmarshalJSON(b []byte) error {
+	var a struct {
+		Name              flexString      `json:"name"`
+		Status            flexString      `json:"status"`
+		FriendlyStatus    flexString      `json:"friendly_status"`
+		AutoStopThreshold lenientInt      `json:"auto_stop_threshold"`
+		FileStorageSize   Size            `json:"file_storage_size"`
+		DiskSize          Size            `json:"disk_size"`
+		NetworkCredit     lenientInt      `json:"network_credit"`
+		RemainingUsage    flexInt         `json:"remaining_usage"`
+		DepositedUsage    flexInt         `json:"deposited_usage"`
+		AssignedImageID   *flexInt        `json:"assigned_image_id"`
+		AssignedImageName *flexString     `json:"assigned_image_name"`
+		UsageSource       flexString      `json:"usage_source"`
+		Permissions       Permissions     `json:"permissions"`
+		User              *User           `json:"user"`
+		Machine           *Machine        `json:"machine"`
+		Task              json.RawMessage `json:"task"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	*s = Seat{
+		ID: int64(r.ID), Type: string(r.Type), Name: string(a.Name), Status: string(a.Status),
+		FriendlyStatus: string(a.FriendlyStatus), AutoStopThreshold: int64(a.AutoStopThreshold),
+		FileStorageSize: a.FileStorageSize, DiskSize: a.DiskSize, NetworkCredit: int64(a.NetworkCredit),
+		RemainingUsage: int64(a.RemainingUsage), DepositedUsage: int64(a.DepositedUsage),
+		AssignedImageID: a.AssignedImageID.ptr(), AssignedImageName: a.AssignedImageName.ptr(),
+		UsageSource: string(a.UsageSource), Permissions: a.Permissions, User: a.User, Machine: a.Machine,
+		Task: rawOrNil(a.Task), Raw: append(json.RawMessage(nil), bytes.TrimSpace(b)...),
+	}
+	return nil
+}
+
+// Machine is the machine record nested in a Seat.
+type Machine struct {
+	ID                 int64     `json:"id"`
+	Type               string    `json:"type,omitempty"` // "machine"
+	Status             string    `json:"status"`
+	Name               string    `json:"name"`
+	Region             string    `json:"region"`
+	LastSessionStartAt time.Time `json:"last_session_start_at"`
+	MachineType        string    `json:"machine_type"`
+}
+
+// UnmarshalJSON decodes the service's machine object (or the flattened form).
+func (m *Machine) UnmarshalJSON(b []byte) error {
+	var a struct {
+		Status             flexString `json:"status"`
+		Name               flexString `json:"name"`
+		Region             flexString `json:"region"`
+		LastSessionStartAt flexTime   `json:"last_session_start_at"`
+		MachineType        flexString `json:"machine_type"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	*m = Machine{
+		ID: int64(r.ID), Type: string(r.Type), Status: string(a.Status), Name: string(a.Name),
+		Region: string(a.Region), LastSessionStartAt: time.Time(a.LastSessionStartAt), MachineType: string(a.MachineType),
+	}
+	return nil
+}
+
+// MachineType is a performance type available to a computer.
+type MachineType struct {
+	ID           int64           `json:"id"`
+	Type         string          `json:"type,omitempty"` // "machine_type"
+	Name         string          `json:"name"`
+	FriendlyName string          `json:"friendly_name"`
+	Raw          json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON decodes the service's machine type object (or the flattened form).
+func (m *MachineType) UnmarshalJSON(b []byte) error {
+	var a struct {
+		Name         flexString `json:"name"`
+		FriendlyName flexString `json:"friendly_name"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	*m = MachineType{
+		ID: int64(r.ID), Type: string(r.Type), Name: string(a.Name), FriendlyName: string(a.FriendlyName),
+		Raw: append(json.RawMessage(nil), bytes.TrimSpace(b)...),
+	}
+	return nil
+}
+
+// AccessLink is the answer of POST /machines/{id}/access. ConnectionLink
+// grants access to the computer: treat it as a secret.
+type AccessLink struct {
+	ID             string    `json:"id"`
+	Type           string    `json:"type,omitempty"` // "machine_access"
+	UID            string    `json:"uid"`
+	ConnectionLink string    `json:"connection_link"`
+	ExpiresAt      time.Time `json:"expires_at"`
+}
+
+// UnmarshalJSON decodes the service's access object (or the flattened form).
+func (l *AccessLink) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID         flexString      `json:"id"`
+		Type       flexString      `json:"type"`
+		Attributes json.RawMessage `json:"attributes"`
+	}
+	var a struct {
+		UID            flexString `json:"uid"`
+		ConnectionLink flexString `json:"connection_link"`
+		ExpiresAt      flexTime   `json:"expires_at"`
+	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	src := bytes.TrimSpace(w.Attributes)
+	if len(src) == 0 || src[0] != '{' {
+		src = b
+	}
+	if err := json.Unmarshal(src, &a); err != nil {
+		return err
+	}
+	*l = AccessLink{ID: string(w.ID), Type: string(w.Type), UID: string(a.UID), ConnectionLink: string(a.ConnectionLink), ExpiresAt: time.Time(a.ExpiresAt)}
+	return nil
+}
+
+// ContentEntry is an entry of a running computer's file system (list-content).
+type ContentEntry struct {
+	Path        string `json:"path"`
+	Name        string `json:"name"`
+	IsDirectory bool   `json:"is_directory"`
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (e *ContentEntry) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Path        flexString `json:"path"`
+		Name        flexString `json:"name"`
+		IsDirectory flexBool   `json:"is_directory"`
+	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = ContentEntry{Path: string(w.Path), Name: string(w.Name), IsDirectory: bool(w.IsDirectory)}
+	return nil
+}
+
+// File is a file or folder of a storage area (shared, a computer's, recordings).
+type File struct {
+	ID               int64     `json:"id"`
+	Type             string    `json:"type,omitempty"` // "file"
+	Name             string    `json:"name"`
+	Size             int64     `json:"size"`         // bytes; 0 for directories
+	ContentType      string    `json:"content_type"` // MIME type, or "directory"
+	Region           string    `json:"region,omitempty"`
+	Status           string    `json:"status,omitempty"` // e.g. FileStatusUploadCompleted
+	ObjectType       string    `json:"object_type"`      // ObjectFile, ObjectDirectory or ObjectRoot
+	Path             *string   `json:"path"`             // null for some files
+	ParentID         int64     `json:"parent_id"`
+	LastModified     time.Time `json:"last_modified_date"`
+	FileStorageSize  *int64    `json:"file_storage_size"`  // bytes; roots only
+	FileStorageUsage *int64    `json:"file_storage_usage"` // bytes; roots only
+	User             *User     `json:"user"`
+	MachineID        *int64    `json:"machine_id"` // nil for the organization's shared storage
+}
+
+// IsDir reports whether the entry is a directory or a storage root.
+func (f *File) IsDir() bool { return f.ObjectType == ObjectDirectory || f.ObjectType == ObjectRoot }
+
+// UnmarshalJSON decodes the service's file object (or the flattened form).
+func (f *File) UnmarshalJSON(b []byte) error {
+	var a struct {
+		Name             flexString  `json:"name"`
+		Size             flexInt     `json:"size"`
+		ContentType      flexString  `json:"content_type"`
+		Region           flexString  `json:"region"`
+		Status           flexString  `json:"status"`
+		ObjectType       flexString  `json:"object_type"`
+		Path             *flexString `json:"path"`
+		ParentID         flexInt     `json:"parent_id"`
+		LastModified     flexTime    `json:"last_modified_date"`
+		FileStorageSize  *flexInt    `json:"file_storage_size"`
+		FileStorageUsage *flexInt    `json:"file_storage_usage"`
+		User             *User       `json:"user"`
+		MachineID        *flexInt    `json:"machine_id"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	*f = File{
+		ID: int64(r.ID), Type: string(r.Type), Name: string(a.Name), Size: int64(a.Size),
+		ContentType: string(a.ContentType), Region: string(a.Region), Status: string(a.Status),
+		ObjectType: string(a.ObjectType), Path: a.Path.ptr(), ParentID: int64(a.ParentID),
+		LastModified: time.Time(a.LastModified), FileStorageSize: a.FileStorageSize.ptr(),
+		FileStorageUsage: a.FileStorageUsage.ptr(), User: a.User, MachineID: a.MachineID.ptr(),
+	}
+	return nil
+}
+
+// CreateFileResult is the answer of POST /files (upload initiation).
+type CreateFileResult struct {
+	ID         int64       `json:"id"` // file id, for CompleteFile and DeleteFile
+	UID        string      `json:"uid"`
+	UploadURLs []UploadURL `json:"upload_urls"` // nil for directories
+	ChunkSize  int64       `json:"chunk_size"`  // MB per part as answered; 0 when absent
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (r *CreateFileResult) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID         flexInt     `json:"id"`
+		UID        flexString  `json:"uid"`
+		UploadURLs []UploadURL `json:"upload_urls"`
+		ChunkSize  lenientInt  `json:"chunk_size"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = CreateFileResult{ID: int64(w.ID), UID: string(w.UID), UploadURLs: w.UploadURLs, ChunkSize: int64(w.ChunkSize)}
+	return nil
+}
+
+// UploadURL is the presigned URL of one part of a multipart upload.
+type UploadURL struct {
+	PartNumber int    `json:"part_number"` // from 1
+	URL        string `json:"url"`
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (u *UploadURL) UnmarshalJSON(b []byte) error {
+	var w struct {
+		PartNumber flexInt    `json:"part_number"`
+		URL        flexString `json:"url"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*u = UploadURL{PartNumber: int(w.PartNumber), URL: string(w.URL)}
+	return nil
+}
+
+// Part is a completed part of a multipart upload.
+type Part struct {
+	PartNumber int    `json:"part_number"`
+	ETag       string `json:"etag"` // exactly as the object store returned it, quotes included
+}
+
+// CompleteResult is the answer of POST /files/{id}/complete.
+type CompleteResult struct {
+	UID         string `json:"uid"`
+	DownloadURL string `json:"download_url"` // presigned; typically valid 1 hour
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (r *CompleteResult) UnmarshalJSON(b []byte) error {
+	var w struct {
+		UID         flexString `json:"uid"`
+		DownloadURL flexString `json:"download_url"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = CompleteResult{UID: string(w.UID), DownloadURL: string(w.DownloadURL)}
+	return nil
+}
+
+// DownloadLink is the answer of POST /files/download and GET /files/{id}/download:
+// either a presigned URL (a single file) or the id of a download job (a
+// bundle), which DownloadStatus polls.
+type DownloadLink struct {
+	URL         string    `json:"url,omitempty"` // presigned; "" when a job was started
+	Size        *int64    `json:"size"`          // bytes (total of all files for bundles); nil when unknown
+	Name        string    `json:"name,omitempty"`
+	ContentType string    `json:"content_type,omitempty"`
+	DownloadID  int64     `json:"download_id,omitempty"` // 0 when no job was started
+	ExpiresAt   time.Time `json:"expires_at"`            // when URL expires, if the URL tells; zero when unknown
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (l *DownloadLink) UnmarshalJSON(b []byte) error {
+	var w struct {
+		URL         flexString `json:"url"`
+		Size        *flexInt   `json:"size"`
+		Name        flexString `json:"name"`
+		ContentType flexString `json:"content_type"`
+		DownloadID  flexInt    `json:"download_id"`
+		ExpiresAt   flexTime   `json:"expires_at"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*l = DownloadLink{
+		URL: string(w.URL), Size: w.Size.ptr(), Name: string(w.Name), ContentType: string(w.ContentType),
+		DownloadID: int64(w.DownloadID), ExpiresAt: time.Time(w.ExpiresAt),
+	}
+	return nil
+}
+
+// DownloadJob is a bundle download job (GET /files/downloads/{id}).
+type DownloadJob struct {
+	ID          int64     `json:"id"` // the download_id
+	Type        string    `json:"type,omitempty"`
+	Status      string    `json:"status"`       // DownloadPending, DownloadProcessing, DownloadUploaded, DownloadFailed, DownloadCancelled
+	DownloadURL string    `json:"download_url"` // presigned; only when uploaded
+	ExpiresAt   time.Time `json:"expires_at"`   // when the temporary file is deleted
+	Size        *int64    `json:"size"`         // total bytes to be zipped; nil for older records
+}
+
+// Done reports whether the job reached a final state.
+func (j *DownloadJob) Done() bool {
+	switch j.Status {
+	case DownloadUploaded, DownloadFailed, DownloadCancelled:
+		return true
+	}
+	return false
+}
+
+// UnmarshalJSON decodes the service's download object (or the flattened form).
+func (j *DownloadJob) UnmarshalJSON(b []byte) error {
+	var a struct {
+		Status      flexString `json:"status"`
+		DownloadURL flexString `json:"download_url"`
+		ExpiresAt   flexTime   `json:"expires_at"`
+		Size        *flexInt   `json:"size"`
+	}
+	r, ok, err := decodeResource(b, &a)
+	if err != nil || !ok {
+		return err
+	}
+	*j = DownloadJob{
+		ID: int64(r.ID), Type: string(r.Type), Status: string(a.Status), DownloadURL: string(a.DownloadURL),
+		ExpiresAt: time.Time(a.ExpiresAt), Size: a.Size.ptr(),
+	}
+	return nil
+}
+
+// LogRecord is an action log record.
+type LogRecord struct {
+	ID         int64           `json:"id"`
+	ActionType string          `json:"action_type"` // e.g. machine_started, file_uploaded
+	UserID     int64           `json:"user_id"`
+	UserEmail  string          `json:"user_email"`
+	MachineID  *int64          `json:"machine_id"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"` // an object; nil when absent or null
+	CreatedAt  time.Time       `json:"created_at"`
+}
+
+// UnmarshalJSON decodes the record leniently.
+func (l *LogRecord) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID         flexInt         `json:"id"`
+		ActionType flexString      `json:"action_type"`
+		UserID     lenientInt      `json:"user_id"`
+		UserEmail  flexString      `json:"user_email"`
+		MachineID  *flexInt        `json:"machine_id"`
+		Metadata   json.RawMessage `json:"metadata"`
+		CreatedAt  flexTime        `json:"created_at"`
+	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*l = LogRecord{
+		ID: int64(w.ID), ActionType: string(w.ActionType), UserID: int64(w.UserID), UserEmail: string(w.UserEmail),
+		MachineID: w.MachineID.ptr(), Metadata: rawOrNil(w.Metadata), CreatedAt: time.Time(w.CreatedAt),
+	}
+	return nil
+}

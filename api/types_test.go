@@ -1,0 +1,172 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func decodeOK(t *testing.T, body string, out any) {
+	t.Helper()
+	if _, err := decodeResponse("GET /x", 200, http.Header{}, []byte(body), out, time.Now()); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+}
+
+func TestDecodeImageShapes(t *testing.T) {
+	list := `{"client_code":200,"message":"OK","images":[{"id":"17","type":"image","attributes":{"id":17,"name":"Dev","size":52.5,
+	  "status":"available","source":"pre_installation","created_at":"2025-01-02T03:04:05.123Z","updated_at":"2025-01-02T03:04:05Z",
+	  "softwares":[{"id":"3","type":"software","attributes":{"id":3,"name":"Blender","size":1.5}}]}}],"count":1,"page":1,"next_page":null}`
+	var p struct {
+		Images   []Image     `json:"images"`
+		NextPage *lenientInt `json:"next_page"`
+	}
+	decodeOK(t, list, &p)
+	im := p.Images[0]
+	if im.ID != 17 || im.Name != "Dev" || im.Size != 52.5 || im.Status != ImageAvailable || len(im.Softwares) != 1 ||
+		im.Softwares[0].ID != 3 || im.Softwares[0].Size != 1.5 || im.CreatedAt.IsZero() || p.NextPage != nil {
+		t.Fatalf("%+v", im)
+	}
+	// The install endpoint's shape: softwares wrapped in {data}, a byte-scale size, the id only as a string.
+	install := `{"client_code":200,"id":"18","type":"image","attributes":{"name":"Tpl","size":13958643712,"status":"pending",
+	  "source":"pre_installation","softwares":{"data":[{"id":"4","type":"software","attributes":{"id":4,"name":"Git","size":55000000}}]}}}`
+	var a imageAnswer
+	decodeOK(t, install, &a)
+	if a.Image.ID != 18 || a.Image.Size.Int64() != 13958643712 || len(a.Image.Softwares) != 1 || a.Image.Softwares[0].Name != "Git" {
+		t.Fatalf("%+v", a.Image)
+	}
+	// Null softwares; null times.
+	decodeOK(t, `{"id":"19","attributes":{"softwares":null,"created_at":null,"size":null}}`, &a)
+	if a.Image.ID != 19 || a.Image.Softwares != nil || !a.Image.CreatedAt.IsZero() {
+		t.Fatalf("%+v", a.Image)
+	}
+	// Round trip through the flattened form.
+	b, _ := json.Marshal(im)
+	var back Image
+	if err := json.Unmarshal(b, &back); err != nil || back.ID != 17 || back.Name != "Dev" || len(back.Softwares) != 1 || back.Softwares[0].ID != 3 {
+		t.Fatalf("%s → %+v %v", b, back, err)
+	}
+}
+
+func TestDecodeFileNullables(t *testing.T) {
+	body := `{"files":[
+	  {"id":"5","type":"file","attributes":{"name":"a.bin","size":1048576.0,"content_type":"application/octet-stream","region":"dublin",
+	   "status":"upload_completed","object_type":"file","path":null,"parent_id":"2","last_modified_date":"2025-11-20T10:00:00Z",
+	   "file_storage_size":null,"file_storage_usage":null,"user":null,"machine_id":null}},
+	  {"id":6,"type":"file","attributes":{"name":"root","size":0,"content_type":"directory","object_type":"root","path":"/",
+	   "parent_id":null,"file_storage_size":26843545600,"file_storage_usage":"1024","machine_id":"668",
+	   "user":{"id":"0b5f0d0e-uuid","type":"user","attributes":{"email":"a@b.c","name":"Ann"}}}}],
+	  "current":null,"count":2,"page":1,"next_page":null}`
+	var p struct {
+		Files   []File `json:"files"`
+		Current *File  `json:"current"`
+	}
+	decodeOK(t, body, &p)
+	f, r := p.Files[0], p.Files[1]
+	if f.ID != 5 || f.Size != 1048576 || f.Path != nil || f.ParentID != 2 || f.MachineID != nil || f.User != nil ||
+		f.FileStorageSize != nil || f.IsDir() || f.LastModified.IsZero() || p.Current != nil {
+		t.Fatalf("%+v", f)
+	}
+	if r.ID != 6 || !r.IsDir() || r.Path == nil || *r.Path != "/" || *r.FileStorageSize != 26843545600 || *r.FileStorageUsage != 1024 ||
+		*r.MachineID != 668 || r.User == nil || r.User.Email != "a@b.c" || r.User.Name != "Ann" {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestDecodeSeatRecord(t *testing.T) {
+	body := `{"seats":[{"id": "668", "type": "seat", "attributes": {
+	   "name": "Computer #668", "status": "active", "friendly_status": "off",
+	   "auto_stop_threshold": 900, "file_storage_size": 25, "disk_size": 75.5,
+	   "network_credit": 10637356601, "remaining_usage": 1514, "deposited_usage": 0,
+	   "assigned_image_id": null, "assigned_image_name": null, "usage_source": "machine",
+	   "permissions": {"public_internet_access": true, "clipboard_enabled": "false"},
+	   "user": {"id": "u-1", "type": "user", "attributes": {"email": "e@x", "name": "N"}},
+	   "machine": {"id": "668", "type": "machine", "attributes": {
+	       "status": "stopped", "name": "m", "region": "dublin",
+	       "last_session_start_at": "2024-09-30T07:29:37.108Z", "machine_type": "Lake"}},
+	   "task": null, "unknown_field": [1,2]}}],"count":1,"next_page":null}`
+	var p struct {
+		Seats []Seat `json:"seats"`
+	}
+	decodeOK(t, body, &p)
+	s := p.Seats[0]
+	if s.ID != 668 || !s.Stopped() || s.Running() || s.DiskSize != 75.5 || s.NetworkCredit != 10637356601 || s.AssignedImageID != nil ||
+		s.Machine == nil || s.Machine.ID != 668 || s.Machine.MachineType != "Lake" || s.Machine.LastSessionStartAt.IsZero() ||
+		s.Permissions.PublicInternetAccess == nil || !*s.Permissions.PublicInternetAccess ||
+		s.Permissions.ClipboardEnabled == nil || *s.Permissions.ClipboardEnabled || s.Permissions.InputRecordingEnabled != nil ||
+		s.Task != nil || len(s.Raw) == 0 || s.User.Name != "N" {
+		t.Fatalf("%+v", s)
+	}
+}
+
+func TestDecodeDownloadIDs(t *testing.T) {
+	var l DownloadLink
+	decodeOK(t, `{"client_code":200,"url":null,"size":12345,"name":null,"content_type":null,"download_id":77}`, &l)
+	if l.DownloadID != 77 || l.URL != "" || l.Size == nil || *l.Size != 12345 {
+		t.Fatalf("%+v", l)
+	}
+	decodeOK(t, `{"url":"https://obj.example/k?expires=1763781600&signature=ab","size":null,"name":"a.txt","content_type":"text/plain","download_id":null}`, &l)
+	l.fillExpiry()
+	if l.DownloadID != 0 || l.Size != nil || l.Name != "a.txt" || !l.ExpiresAt.Equal(time.Unix(1763781600, 0)) {
+		t.Fatalf("%+v", l)
+	}
+	var j DownloadJob
+	decodeOK(t, `{"id":"77","type":"download","attributes":{"status":"uploaded","download_url":"https://x/y","expires_at":"2025-11-23T00:00:00Z","size":null}}`, &j)
+	if j.ID != 77 || j.Status != DownloadUploaded || !j.Done() || j.Size != nil || j.ExpiresAt.IsZero() {
+		t.Fatalf("%+v", j)
+	}
+}
+
+func TestDecodeSoftwareAndOthers(t *testing.T) {
+	var cat struct {
+		Software   []Software  `json:"software"`
+		BaseImages []BaseImage `json:"base_images"`
+	}
+	decodeOK(t, `{"software":[{"id":1,"name":"A","size":123.75}],"base_images":[{"id":"2","name":"Win","size":30000000000,"type":"base_image"}]}`, &cat)
+	if cat.Software[0].Size != 123.75 || cat.BaseImages[0].ID != 2 || cat.BaseImages[0].Size.Int64() != 30000000000 {
+		t.Fatalf("%+v", cat)
+	}
+	var mt struct {
+		MachineTypes []MachineType `json:"machine_types"`
+	}
+	decodeOK(t, `{"machine_types":[{"id":"3","type":"machine_type","attributes":{"name":"lake","friendly_name":"Lake","cpus":8}}]}`, &mt)
+	if mt.MachineTypes[0].ID != 3 || mt.MachineTypes[0].FriendlyName != "Lake" || len(mt.MachineTypes[0].Raw) == 0 {
+		t.Fatalf("%+v", mt)
+	}
+	var acc accessAnswer
+	decodeOK(t, `{"id":"a1","type":"machine_access","attributes":{"uid":"u","connection_link":"https://c/x","expires_at":"2025-01-01T00:00:00Z"}}`, &acc)
+	if acc.link.ConnectionLink != "https://c/x" || acc.link.ID != "a1" {
+		t.Fatalf("%+v", acc.link)
+	}
+	var logs Logs
+	decodeOK(t, `{"logs":[{"id":1,"action_type":"file_uploaded","user_id":"uuid-not-int","user_email":"e","machine_id":null,"metadata":{"file_id":5},"created_at":"2025-11-01T00:00:00Z"}],"count":1}`, &logs)
+	if len(logs.Logs) != 1 || logs.Logs[0].MachineID != nil || string(logs.Logs[0].Metadata) != `{"file_id":5}` || logs.Logs[0].UserID != 0 {
+		t.Fatalf("%+v", logs)
+	}
+	var cr CreateFileResult
+	decodeOK(t, `{"id":"41","uid":"x","upload_urls":null,"chunk_size":250}`, &cr)
+	if cr.ID != 41 || cr.UploadURLs != nil || cr.ChunkSize != 250 {
+		t.Fatalf("%+v", cr)
+	}
+}
+
+func TestFlexNumbers(t *testing.T) {
+	good := map[string]int64{`12`: 12, `"12"`: 12, `12.0`: 12, `1.6`: 2, `null`: 0, `""`: 0, `" 7 "`: 7, `1e3`: 1000, `9007199254740993`: 9007199254740993}
+	for in, want := range good {
+		var v flexInt
+		if err := json.Unmarshal([]byte(in), &v); err != nil || int64(v) != want {
+			t.Errorf("%s → %d %v", in, v, err)
+		}
+	}
+	for _, in := range []string{`true`, `{}`, `[1]`, `"abc"`, `"0x10"`, `"Inf"`, `"NaN"`, `1e300`} {
+		var v flexInt
+		if err := json.Unmarshal([]byte(in), &v); err == nil {
+			t.Errorf("%s accepted as %d", in, v)
+		}
+	}
+	var s Size
+	if err := json.Unmarshal([]byte(`"2.5"`), &s); err != nil || s != 2.5 {
+		t.Error(s, err)
+	}
+}

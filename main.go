@@ -27,6 +27,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"mount":    {"mount", "mount the organization's storage (or, with --demo, the emulator's) at a directory", runMount},
 		"emulator": {"emulator", "run the service emulator on loopback (demo data or empty)", runEmulator},
 		"version":  {"version", "print the version", runVersion},
 		"help":     {"help", "show help for orgfs or one of its commands", runHelp},

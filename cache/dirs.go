@@ -1,0 +1,189 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/orgfs/orgfs/api"
+)
+
+// AreaKind is one of the service's storage areas.
+type AreaKind int
+
+const (
+	// Shared is the organization's shared storage (GET /files).
+	Shared AreaKind = iota
+	// Machine is one computer's storage (GET /machines/{id}/files).
+	Machine
+	// Recordings are the session recordings (GET /files/recordings).
+	Recordings
+)
+
+// Area names a storage area: a kind and, for Machine, the computer.
+type Area struct {
+	Kind      AreaKind
+	MachineID int64
+}
+
+func (a Area) String() string {
+	switch a.Kind {
+	case Shared:
+		return "shared"
+	case Recordings:
+		return "recordings"
+	}
+	return fmt.Sprintf("machine %d", a.MachineID)
+}
+
+// DirKey names one folder: its area and its id (0: the area's root).
+type DirKey struct {
+	Area Area
+	ID   int64
+}
+
+// Listing is one folder's entries as the service listed them.
+type Listing struct {
+	Files   []api.File
+	Fetched time.Time
+}
+
+// DirStats are the listing cache's counters.
+type DirStats struct {
+	Listings, SeatLists int64 // fetched from the service
+	Hits                int64 // answered from the cache
+}
+
+// Dirs caches folder listings and the computer list for a time to live.
+// Concurrent requests for the same folder share one fetch.
+type Dirs struct {
+	// dependencies
+	client *api.Client
+	now    func() time.Time
+	// constants
+	ttl time.Duration
+
+	mu    sync.Mutex
+	dirs  map[DirKey]*Listing // guarded by mu
+	seats *seatList           // guarded by mu
+	gen   uint64              // guarded by mu; bumped by DropAll, so a fetch begun before it is not stored
+
+	group singleflight.Group
+	stats struct{ listings, seatLists, hits atomic.Int64 }
+}
+
+type seatList struct {
+	seats   []api.Seat
+	fetched time.Time
+}
+
+// NewDirs makes a listing cache. ttl 0 caches nothing; now nil is time.Now.
+func NewDirs(client *api.Client, ttl time.Duration, now func() time.Time) *Dirs {
+	if now == nil {
+		now = time.Now
+	}
+	return &Dirs{client: client, ttl: ttl, now: now, dirs: map[DirKey]*Listing{}}
+}
+
+// Stats returns the counters.
+func (d *Dirs) Stats() DirStats {
+	return DirStats{Listings: d.stats.listings.Load(), SeatLists: d.stats.seatLists.Load(), Hits: d.stats.hits.Load()}
+}
+
+func (d *Dirs) fresh(t time.Time) bool { return d.now().Sub(t) < d.ttl }
+
+// List returns a folder's entries, from the cache while they are fresh. The
+// fetch is not cancelled with ctx when other callers wait for it too.
+func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
+	d.mu.Lock()
+	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) {
+		d.mu.Unlock()
+		d.stats.hits.Add(1)
+		return l, nil
+	}
+	gen := d.gen
+	d.mu.Unlock()
+	v, err, _ := d.group.Do(fmt.Sprintf("%d/%d/%d", key.Area.Kind, key.Area.MachineID, key.ID), func() (any, error) {
+		fetched := d.now()
+		files, err := d.fetch(context.WithoutCancel(ctx), key)
+		if err != nil {
+			return nil, err
+		}
+		d.stats.listings.Add(1)
+		l := &Listing{Files: files, Fetched: fetched}
+		d.mu.Lock()
+		if d.gen == gen {
+			d.dirs[key] = l
+		}
+		d.mu.Unlock()
+		return l, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Listing), nil
+}
+
+func (d *Dirs) fetch(ctx context.Context, key DirKey) ([]api.File, error) {
+	req := api.ListFilesRequest{ParentID: key.ID}
+	var list *api.FileList
+	switch key.Area.Kind {
+	case Shared:
+		list = d.client.SharedFiles(ctx, req)
+	case Machine:
+		list = d.client.MachineFiles(ctx, key.Area.MachineID, req)
+	default:
+		list = d.client.Recordings(ctx, req)
+	}
+	return list.Collect()
+}
+
+// Seats returns the organization's computers, from the cache while fresh.
+func (d *Dirs) Seats(ctx context.Context) ([]api.Seat, error) {
+	d.mu.Lock()
+	if s := d.seats; s != nil && d.fresh(s.fetched) {
+		d.mu.Unlock()
+		d.stats.hits.Add(1)
+		return s.seats, nil
+	}
+	gen := d.gen
+	d.mu.Unlock()
+	v, err, _ := d.group.Do("seats", func() (any, error) {
+		fetched := d.now()
+		seats, err := api.Collect(d.client.Seats(context.WithoutCancel(ctx), ""))
+		if err != nil {
+			return nil, err
+		}
+		d.stats.seatLists.Add(1)
+		d.mu.Lock()
+		if d.gen == gen {
+			d.seats = &seatList{seats, fetched}
+		}
+		d.mu.Unlock()
+		return seats, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]api.Seat), nil
+}
+
+// Drop forgets one folder's listing.
+func (d *Dirs) Drop(key DirKey) {
+	d.mu.Lock()
+	delete(d.dirs, key)
+	d.mu.Unlock()
+}
+
+// DropAll forgets every listing and the computer list (SIGHUP, .ctl/refresh).
+func (d *Dirs) DropAll() {
+	d.mu.Lock()
+	d.dirs = map[DirKey]*Listing{}
+	d.seats = nil
+	d.gen++
+	d.mu.Unlock()
+}

@@ -1,0 +1,65 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
+)
+
+// toErrno maps an error of the client or the cache to the errno a program
+// sees, and logs it once with what was being done. It is the one place where
+// service errors become errnos.
+func toErrno(log logrus.FieldLogger, what string, err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var errno syscall.Errno
+	var apiErr *api.Error
+	switch {
+	case errors.As(err, &errno):
+		// already an errno
+	case errors.Is(err, context.Canceled):
+		return syscall.EINTR // the reader gave up; nothing to log
+	case errors.Is(err, context.DeadlineExceeded):
+		errno = syscall.ETIMEDOUT
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		errno = syscall.EIO
+	case errors.As(err, &apiErr):
+		errno = codeErrno(apiErr.Code)
+	default:
+		errno = syscall.EIO
+	}
+	log.WithError(err).WithField("errno", errno.Error()).Warn(what)
+	return errno
+}
+
+// codeErrno maps a service client_code to an errno.
+func codeErrno(code int) syscall.Errno {
+	switch code {
+	case api.CodeNotFound, api.CodeDownloadTargetNotFound, api.CodeFileCountMismatch, api.CodeSeatNotFound:
+		return syscall.ENOENT
+	case api.CodeUnauthorized, api.CodeForbidden, api.CodePermissionRequired, api.CodePermissionsRequired:
+		return syscall.EACCES
+	case api.CodeStorageFull:
+		return syscall.ENOSPC
+	case api.CodeFileExists:
+		return syscall.EEXIST
+	case api.CodeBadRequest, api.CodeDownloadSelectorInvalid, api.CodeDirectoryEmpty:
+		return syscall.EINVAL
+	case api.CodeImageBuilding, api.CodeComputerNotStopped, api.CodeImageBeingCreated, api.CodeNotAssignable,
+		api.CodeDownloadNotAbortable, api.CodeComputerNotReady, api.CodeDiskResizing, api.CodeImageNotAvailable:
+		return syscall.EBUSY
+	case api.CodeImageTooLarge:
+		return syscall.EFBIG
+	case api.CodeInsufficientBalance:
+		return syscall.EDQUOT
+	case api.CodeTooManyRequests, api.CodeCloudCapacity:
+		return syscall.EAGAIN
+	}
+	return syscall.EIO
+}

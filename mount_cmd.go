@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
+	orgfs "github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/logging"
+	"github.com/orgfs/orgfs/internal/units"
+)
+
+// mountOptions are the flags of "orgfs mount".
+type mountOptions struct {
+	Credentials  string
+	Demo         bool
+	CacheDir     string
+	CacheMaxSize units.Size
+	DirCacheTime time.Duration
+	ReadAhead    units.Size
+	Transfers    int
+	ReadOnly     bool
+	UID, GID     uint32
+	Umask        uint32
+	AllowOther   bool
+	DebugFUSE    bool
+	Log          logging.Options
+}
+
+func defaultMountOptions() mountOptions {
+	return mountOptions{
+		CacheMaxSize: 10 << 30,
+		DirCacheTime: 30 * time.Second,
+		ReadAhead:    128 << 20,
+		Transfers:    8,
+		UID:          uint32(os.Geteuid()),
+		GID:          uint32(os.Getegid()),
+		Umask:        0o022,
+		Log:          logging.Defaults(),
+	}
+}
+
+const mountSynopsis = ` MOUNTPOINT
+
+Mounts the organization's storage at MOUNTPOINT: shared/, computers/<name>/ and
+recordings/. Credentials come from --credentials FILE (JSON: endpoint, key,
+secret) or from ORGFS_ENDPOINT, ORGFS_API_KEY and ORGFS_API_SECRET; never from
+the command line. --demo needs none: it runs the emulator in-process with demo
+data. Runs in the foreground; Ctrl-C, SIGTERM or 'fusermount3 -u MOUNTPOINT'
+unmounts; SIGHUP drops the cached listings.`
+
+func runMount(args []string, stdout, stderr io.Writer) error {
+	o := defaultMountOptions()
+	fs := newFlagSet("mount", mountSynopsis, stdout)
+	fs.StringVar(&o.Credentials, "credentials", o.Credentials, "credentials file (JSON: endpoint, key, secret); default: the ORGFS_* environment")
+	fs.BoolVar(&o.Demo, "demo", o.Demo, "start the emulator in-process with demo data and mount it")
+	fs.StringVar(&o.CacheDir, "cache-dir", o.CacheDir, "where content is cached (default: the user's cache dir, one subfolder per endpoint and key)")
+	fs.Var(&o.CacheMaxSize, "cache-max-size", "byte budget of the content cache, e.g. 10G (files open are never evicted)")
+	fs.DurationVar(&o.DirCacheTime, "dir-cache-time", o.DirCacheTime, "how long folder listings are cached")
+	fs.Var(&o.ReadAhead, "read-ahead", "how far ahead of a sequential reader content is fetched")
+	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once; reads use 4x as many range requests")
+	fs.BoolVar(&o.ReadOnly, "read-only", o.ReadOnly, "mount read-only")
+	fs.Uint32Var(&o.UID, "uid", o.UID, "owner of every file")
+	fs.Uint32Var(&o.GID, "gid", o.GID, "group of every file")
+	fs.Var((*octal)(&o.Umask), "umask", "permission bits taken from 0777 (folders) and 0666 (files), octal")
+	fs.BoolVar(&o.AllowOther, "allow-other", o.AllowOther, "let other users see the mount (needs user_allow_other in /etc/fuse.conf when not root)")
+	fs.BoolVar(&o.DebugFUSE, "debug-fuse", o.DebugFUSE, "log every FUSE request")
+	o.Log.AddFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want one MOUNTPOINT (see 'orgfs mount --help')")
+	}
+	if o.Transfers < 1 {
+		return usagef("--transfers %d: want at least 1", o.Transfers)
+	}
+	if o.Demo && o.Credentials != "" {
+		return usagef("--demo and --credentials exclude each other")
+	}
+	log, closer, err := o.Log.New()
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer closer.Close()
+	return mount(fs.Arg(0), o, log, stdout)
+}
+
+// octal is a pflag.Value of an octal number (a umask).
+type octal uint32
+
+func (v *octal) String() string { return fmt.Sprintf("%03o", uint32(*v)) }
+func (v *octal) Type() string   { return "octal" }
+func (v *octal) Set(s string) error {
+	var n uint32
+	if _, err := fmt.Sscanf(s, "%o", &n); err != nil || n > 0o777 {
+		return fmt.Errorf("want an octal number up to 777")
+	}
+	*v = octal(n)
+	return nil
+}
+
+func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) error {
+	var creds api.Credentials
+	if o.Demo {
+		srv, err := emulator.Listen(emulator.Options{Seed: emulator.SeedDemo, StepDelay: 2 * time.Second, Log: log.WithField("component", "emulator")}, "127.0.0.1:0", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("starting the emulator: %w", err)
+		}
+		defer srv.Close()
+		c := srv.Credentials()[0]
+		creds = api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}
+		fmt.Fprintf(stdout, "orgfs: demo organization %s served by the in-process emulator at %s\n", c.Name, c.Endpoint)
+	} else {
+		var err error
+		if o.Credentials != "" {
+			creds, err = api.LoadCredentialsWithLogger(o.Credentials, log)
+		} else {
+			creds, err = api.CredentialsFromEnv()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := checkMountpoint(dir, log); err != nil {
+		return err
+	}
+	client, err := api.New(creds, api.Options{Logger: log, PerPage: 1000})
+	if err != nil {
+		return err
+	}
+	if err := probe(creds, log); err != nil {
+		return err
+	}
+
+	cacheDir := o.CacheDir
+	if cacheDir == "" && o.Demo {
+		// Each demo run is a new endpoint: a cache kept for it would never be reused.
+		d, err := os.MkdirTemp("", "orgfs-demo-cache-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		cacheDir = d
+	}
+	if cacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("no cache dir (give --cache-dir): %w", err)
+		}
+		sum := sha256.Sum256([]byte(creds.Endpoint + "\x00" + creds.Key))
+		cacheDir = filepath.Join(base, "orgfs", hex.EncodeToString(sum[:8]))
+	}
+	content, err := cache.OpenContent(cache.ContentOptions{Dir: filepath.Join(cacheDir, "content"), MaxSize: int64(o.CacheMaxSize), Log: log})
+	if err != nil {
+		return err
+	}
+	defer content.Close()
+	fetcher, err := cache.NewFetcher(cache.FetcherOptions{
+		Client: client, Content: content, Transfers: 4 * o.Transfers, PerFile: 2 * o.Transfers,
+		ReadAhead: int64(o.ReadAhead), Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	dirs := cache.NewDirs(client, o.DirCacheTime, nil)
+	tree := orgfs.New(client, dirs, fetcher, orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly}, log)
+	server, err := orgfs.Mount(dir, tree, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
+	if err != nil {
+		return fmt.Errorf("mounting %s: %w", dir, err)
+	}
+	fmt.Fprintf(stdout, "orgfs: mounted at %s (cache %s). Ctrl-C to unmount.\n", dir, cacheDir)
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	go func() { server.Wait(); close(done) }()
+	for {
+		select {
+		case <-done:
+			log.Info("unmounted")
+			return nil
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				dirs.DropAll()
+				log.Info("SIGHUP: cached listings dropped")
+				continue
+			}
+			log.WithField("signal", s.String()).Info("unmounting")
+			unmount(server, dir, log)
+		}
+	}
+}
+
+// unmount ends the mount; when files are still open (EBUSY) it detaches it
+// lazily, so the daemon can end and the kernel finishes when they close.
+func unmount(server *fuse.Server, dir string, log logrus.FieldLogger) {
+	err := server.Unmount()
+	if err == nil {
+		return
+	}
+	log.WithError(err).Warn("unmount failed; detaching the mount lazily")
+	if err := lazyUnmount(dir); err != nil {
+		log.WithError(err).Error("lazy unmount failed")
+	}
+}
+
+func lazyUnmount(dir string) error {
+	if os.Geteuid() == 0 {
+		return syscall.Unmount(dir, syscall.MNT_DETACH)
+	}
+	out, err := exec.Command("fusermount3", "-u", "-z", dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("fusermount3 -u -z: %v: %s", err, out)
+	}
+	return nil
+}
+
+// checkMountpoint refuses a missing, non-directory or non-empty mount point,
+// and clears a dead mount left by a crashed daemon.
+func checkMountpoint(dir string, log logrus.FieldLogger) error {
+	_, err := os.Stat(dir)
+	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
+		log.WithField("mountpoint", dir).Warn("clearing a dead mount left by an earlier run (transport endpoint is not connected)")
+		if err := lazyUnmount(dir); err != nil {
+			return fmt.Errorf("mount point %s is a dead mount and clearing it failed: %w", dir, err)
+		}
+		_, err = os.Stat(dir)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mount point %s does not exist", dir)
+	}
+	if err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("mount point %s is not a usable directory: %w", dir, err)
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("mount point %s is not empty", dir)
+	}
+	return nil
+}
+
+// probe makes one cheap request, with few retries, so bad credentials or an
+// unreachable endpoint end the start with one readable line.
+func probe(creds api.Credentials, log logrus.FieldLogger) error {
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	c, err := api.New(creds, api.Options{Logger: quiet, MaxAttempts: 2, MaxRetryTime: 10 * time.Second, PerPage: 1})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, err := range c.SharedFiles(ctx, api.ListFilesRequest{}).All() {
+		if err == nil {
+			break
+		}
+		if api.IsUnauthorized(err) {
+			return fmt.Errorf("the service at %s refused the credentials: %w", creds.Endpoint, err)
+		}
+		return fmt.Errorf("cannot reach the service at %s: %w", creds.Endpoint, err)
+	}
+	log.WithField("endpoint", creds.Endpoint).Debug("service reachable")
+	return nil
+}

@@ -171,15 +171,21 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 		return err
 	}
 	defer content.Close()
+	bundler, err := cache.NewBundler(cache.BundleOptions{Client: client, Content: content, TempDir: filepath.Join(cacheDir, "bundles"), Log: log})
+	if err != nil {
+		return err
+	}
+	defer bundler.Close()
 	fetcher, err := cache.NewFetcher(cache.FetcherOptions{
-		Client: client, Content: content, Transfers: 4 * o.Transfers, PerFile: 2 * o.Transfers,
+		Client: client, Content: content, Bundler: bundler, Transfers: 4 * o.Transfers, PerFile: 2 * o.Transfers,
 		ReadAhead: int64(o.ReadAhead), Log: log,
 	})
 	if err != nil {
 		return err
 	}
 	dirs := cache.NewDirs(client, o.DirCacheTime, nil)
-	tree := orgfs.New(client, dirs, fetcher, orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly}, log)
+	tree := orgfs.New(orgfs.Deps{Client: client, Dirs: dirs, Fetcher: fetcher, Bundler: bundler, Log: log},
+		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly})
 	server, err := orgfs.Mount(dir, tree, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
 	if err != nil {
 		return fmt.Errorf("mounting %s: %w", dir, err)

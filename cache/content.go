@@ -270,6 +270,20 @@ func (c *Content) Acquire(m Meta) (*Handle, error) {
 	return &Handle{c: c, e: e}, nil
 }
 
+// Complete reports whether the cache holds the whole content of version m,
+// without taking the entry into use.
+func (c *Content) Complete(m Meta) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.lru.Peek(m.ID)
+	if !ok {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.meta.Size == m.Size && e.meta.ModTime.Equal(m.ModTime) && e.nPresent == c.blocks(m.Size)
+}
+
 // Invalidate drops the entry of a file id (the file changed or was deleted).
 // Handles still held keep reading what they had, but add nothing.
 func (c *Content) Invalidate(id int64) {

@@ -24,10 +24,11 @@ import (
 type FetcherOptions struct {
 	Client    *api.Client
 	Content   *Content
-	Transfers int   // range requests in flight at once, all files together; default 32
-	PerFile   int   // range requests in flight for one open file; default 16
-	ReadAhead int64 // how far sequential reading fetches ahead, at most; default 128 MiB
-	ChunkSize int64 // bytes of one range request, at most; default 8 MiB
+	Transfers int      // range requests in flight at once, all files together; default 32
+	PerFile   int      // range requests in flight for one open file; default 16
+	ReadAhead int64    // how far sequential reading fetches ahead, at most; default 128 MiB
+	ChunkSize int64    // bytes of one range request, at most; default 8 MiB
+	Bundler   *Bundler // optional: reads of files a bundle brings wait for it
 	Now       func() time.Time
 	Log       logrus.FieldLogger
 }
@@ -47,6 +48,7 @@ type Fetcher struct {
 	// dependencies
 	client  *api.Client
 	content *Content
+	bundler *Bundler
 	log     logrus.FieldLogger
 	now     func() time.Time
 	// constants
@@ -106,7 +108,7 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 		return nil, err
 	}
 	f := &Fetcher{
-		client: opts.Client, content: opts.Content, log: opts.Log, now: opts.Now,
+		client: opts.Client, content: opts.Content, bundler: opts.Bundler, log: opts.Log, now: opts.Now,
 		perFile: opts.PerFile, readAhead: opts.ReadAhead, chunk: opts.ChunkSize,
 		sem: semaphore.NewWeighted(int64(opts.Transfers)), urls: urls,
 	}
@@ -191,6 +193,8 @@ type Reader struct {
 	ahead   int64                   // guarded by mu; read-ahead is started up to this offset
 	closed  bool                    // guarded by mu
 	wg      sync.WaitGroup          // fetches running
+
+	bundleAsked atomic.Bool // the bundler was asked about this file once
 }
 
 // pendingBlock is a block some fetch will fill; done closes when it is
@@ -221,6 +225,11 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), size-off)
+	if r.f.bundler != nil && !r.bundleAsked.Swap(true) && r.f.bundler.Covers(r.meta.ID) && !r.h.Complete() {
+		// A bundle brings this file: wait for it rather than fetch the file
+		// alone (unless it fails or is slow).
+		r.f.bundler.Wait(ctx, r.meta.ID)
+	}
 	waits, err := r.plan(off, n)
 	if err != nil {
 		return 0, err

@@ -39,6 +39,7 @@ type testEnv struct {
 	server  *fuse.Server
 	content *cache.Content
 	fetcher *cache.Fetcher
+	bundler *cache.Bundler
 	dirs    *cache.Dirs
 }
 
@@ -49,6 +50,7 @@ type envOptions struct {
 	cacheMax int64
 	perPage  int // listing page size; default 1000
 	emu      emulator.Options
+	bundle   cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
 }
 
 func testLogger(t testing.TB) logrus.FieldLogger {
@@ -107,23 +109,34 @@ func (e *testEnv) mount() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.fetcher, err = cache.NewFetcher(cache.FetcherOptions{Client: e.client, Content: e.content, Log: testLogger(t)})
+	bo := e.opts.bundle
+	bo.Client, bo.Content, bo.TempDir, bo.Log = e.client, e.content, filepath.Join(e.cacheDir, "bundles"), testLogger(t)
+	if bo.PollInterval == 0 {
+		bo.PollInterval = 20 * time.Millisecond
+	}
+	e.bundler, err = cache.NewBundler(bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fetcher, err = cache.NewFetcher(cache.FetcherOptions{Client: e.client, Content: e.content, Bundler: e.bundler, Log: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.dirs = cache.NewDirs(e.client, e.opts.dirTTL, nil)
-	tree := New(e.client, e.dirs, e.fetcher, Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022}, testLogger(t))
+	tree := New(Deps{Client: e.client, Dirs: e.dirs, Fetcher: e.fetcher, Bundler: e.bundler, Log: testLogger(t)},
+		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022})
 	e.dir = t.TempDir()
 	e.server, err = Mount(e.dir, tree, MountOptions{})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
-	server, dir, content := e.server, e.dir, e.content
+	server, dir, content, bundler := e.server, e.dir, e.content, e.bundler
 	t.Cleanup(func() {
 		if err := server.Unmount(); err != nil {
 			exec.Command("fusermount3", "-u", "-z", dir).Run()
 			syscall.Unmount(dir, syscall.MNT_DETACH)
 		}
+		bundler.Close()
 		content.Close()
 	})
 }
@@ -134,6 +147,7 @@ func (e *testEnv) unmount() {
 	if err := e.server.Unmount(); err != nil {
 		e.t.Fatalf("unmount: %v", err)
 	}
+	e.bundler.Close()
 	e.content.Close()
 }
 
@@ -629,5 +643,120 @@ func TestChangesRefusedReadOnly(t *testing.T) {
 		if !errors.Is(err, syscall.EROFS) {
 			t.Errorf("%s: %v, want EROFS", what, err)
 		}
+	}
+}
+
+// smallFolder creates a folder of n small files and returns their contents by name.
+func (e *testEnv) smallFolder(name string, n int) map[string][]byte {
+	dir := e.mkdir(0, e.root(0), name)
+	files := map[string][]byte{}
+	for i := 0; i < n; i++ {
+		fn := fmt.Sprintf("note %03d #%d.txt", i, i%7)
+		files[fn] = randomData(1000+i*37, int64(i))
+		e.put(0, dir, fn, files[fn])
+	}
+	return files
+}
+
+// checkCopy compares a copied folder with the expected contents.
+func checkCopy(t *testing.T, dir string, want map[string][]byte) {
+	t.Helper()
+	names := listNames(t, dir)
+	if len(names) != len(want) {
+		t.Fatalf("the copy has %d files, want %d", len(names), len(want))
+	}
+	for name, data := range want {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("copy of %q differs (%v)", name, err)
+		}
+	}
+}
+
+func (e *testEnv) allRequests() int64 {
+	st := e.emu.Stats()
+	var n int64
+	for _, v := range st.Requests {
+		n += v
+	}
+	return n + st.Objects.Gets + st.Objects.Denied
+}
+
+func TestBundleCopiesSmallFolderInAFewRequests(t *testing.T) {
+	e := newEnv(t, envOptions{emu: emulator.Options{StepDelay: 30 * time.Millisecond}})
+	want := e.smallFolder("many", 300)
+	os.ReadDir(e.path("shared")) // the parent listing is not what is measured
+	before := e.allRequests()
+	dst := filepath.Join(t.TempDir(), "copy")
+	if out, err := exec.Command("cp", "-r", e.path("shared", "many"), dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp -r: %v: %s", err, out)
+	}
+	used := e.allRequests() - before
+	checkCopy(t, dst, want)
+	st := e.bundler.Stats()
+	if st.Completed != 1 || st.Files < 290 {
+		t.Fatalf("bundler: %+v", st)
+	}
+	// A listing, the first files alone (URL + GET each), the job, its polls
+	// and its ZIP: a handful, against 600 for file after file.
+	if used > 25 {
+		t.Errorf("cp -r of 300 files made %d requests: %v", used, e.emu.Stats().Requests)
+	}
+	t.Logf("cp -r of 300 files: %d requests", used)
+}
+
+func TestBundleFallsBackWithoutFeature(t *testing.T) {
+	e := newEnv(t, envOptions{org: emulator.OrgB, emu: emulator.Options{StepDelay: 30 * time.Millisecond}})
+	want := e.smallFolder("many", 60)
+	dst := filepath.Join(t.TempDir(), "copy")
+	if out, err := exec.Command("cp", "-r", e.path("shared", "many"), dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp -r: %v: %s", err, out)
+	}
+	checkCopy(t, dst, want)
+	st := e.bundler.Stats()
+	if !st.Disabled || st.Completed != 0 {
+		t.Fatalf("bundler after 4710: %+v", st)
+	}
+	// The mount stops asking after the first 4710.
+	asked := e.requests("POST /files/download")
+	want2 := e.smallFolder("more", 20)
+	e.dirs.DropAll() // as SIGHUP does: the new folder shows at once
+	dst2 := filepath.Join(t.TempDir(), "copy2")
+	if out, err := exec.Command("cp", "-r", e.path("shared", "more"), dst2).CombinedOutput(); err != nil {
+		t.Fatalf("cp -r: %v: %s", err, out)
+	}
+	checkCopy(t, dst2, want2)
+	if d := e.requests("POST /files/download") - asked; d != 20 {
+		t.Errorf("after a 4710, 20 files made %d download requests, want one URL each", d)
+	}
+	if e.emu.Stats().Codes[4710] != 1 {
+		t.Errorf("4710 answered %d times, want once", e.emu.Stats().Codes[4710])
+	}
+}
+
+func TestBundleNobodyWaitsForIsAborted(t *testing.T) {
+	e := newEnv(t, envOptions{
+		emu:    emulator.Options{StepDelay: time.Hour}, // the job never finishes by itself
+		bundle: cache.BundleOptions{Idle: 300 * time.Millisecond, WaitLimit: 100 * time.Millisecond},
+	})
+	want := e.smallFolder("slow", 20)
+	for _, name := range []string{"note 000 #0.txt", "note 001 #1.txt", "note 002 #2.txt"} {
+		b, err := os.ReadFile(e.path("shared", "slow", name))
+		if err != nil || !bytes.Equal(b, want[name]) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if e.bundler.Stats().Jobs != 1 {
+		t.Fatalf("no bundle started: %+v", e.bundler.Stats())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.requests("DELETE /files/downloads/{id}") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle bundle was not aborted: %+v, %v", e.bundler.Stats(), e.emu.Stats().Requests)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := e.bundler.Stats(); st.Aborted != 1 {
+		t.Errorf("bundler: %+v", st)
 	}
 }

@@ -28,22 +28,28 @@ type Options struct {
 	AttrTimeout time.Duration // how long the kernel keeps entries and attributes; default 1s
 }
 
+// Deps are the parts of the daemon a mount uses.
+type Deps struct {
+	Client  *api.Client
+	Dirs    *cache.Dirs
+	Fetcher *cache.Fetcher
+	Bundler *cache.Bundler // optional
+	Log     logrus.FieldLogger
+}
+
 // FS is what every node of the mount shares.
 type FS struct {
-	opts    Options
-	client  *api.Client
-	dirs    *cache.Dirs
-	fetcher *cache.Fetcher
-	log     logrus.FieldLogger
-	start   time.Time
+	Deps
+	opts  Options
+	start time.Time
 }
 
 // New makes the tree of a mount.
-func New(client *api.Client, dirs *cache.Dirs, fetcher *cache.Fetcher, opts Options, log logrus.FieldLogger) *FS {
+func New(deps Deps, opts Options) *FS {
 	if opts.AttrTimeout <= 0 {
 		opts.AttrTimeout = time.Second
 	}
-	return &FS{opts: opts, client: client, dirs: dirs, fetcher: fetcher, log: log, start: time.Now()}
+	return &FS{Deps: deps, opts: opts, start: time.Now()}
 }
 
 // Inode numbers: the fixed folders are small; a service object's is its id
@@ -209,9 +215,9 @@ type dirNode struct {
 
 // load returns the folder's listing, from the cache while it is fresh.
 func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
-	l, err := n.fsys.dirs.List(ctx, n.key)
+	l, err := n.fsys.Dirs.List(ctx, n.key)
 	if err != nil {
-		return nil, toErrno(n.fsys.log, "listing "+n.Path(nil), err)
+		return nil, toErrno(n.fsys.Log, "listing "+n.Path(nil), err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -263,7 +269,7 @@ func (n *dirNode) child(ctx context.Context, f api.File) *gofs.Inode {
 		}
 		return ch
 	}
-	ch := n.NewInode(ctx, &fileNode{fsys: n.fsys, area: n.key.Area, file: f},
+	ch := n.NewInode(ctx, &fileNode{fsys: n.fsys, parent: n.key, file: f},
 		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: fileIno(f.ID)})
 	if fn, ok := ch.Operations().(*fileNode); ok {
 		fn.update(f)
@@ -316,9 +322,9 @@ type computersNode struct {
 }
 
 func (n *computersNode) load(ctx context.Context) ([]api.Seat, []string, syscall.Errno) {
-	seats, err := n.fsys.dirs.Seats(ctx)
+	seats, err := n.fsys.Dirs.Seats(ctx)
 	if err != nil {
-		return nil, nil, toErrno(n.fsys.log, "listing computers", err)
+		return nil, nil, toErrno(n.fsys.Log, "listing computers", err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -376,8 +382,8 @@ func (n *computersNode) Mkdir(ctx context.Context, name string, mode uint32, out
 // fileNode is a file of a storage area.
 type fileNode struct {
 	gofs.Inode
-	fsys *FS
-	area cache.Area
+	fsys   *FS
+	parent cache.DirKey // the folder it is listed in
 
 	mu     sync.Mutex
 	file   api.File   // guarded by mu
@@ -429,9 +435,14 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	keep := n.kernel == m
 	n.kernel = m
 	n.mu.Unlock()
-	r, err := n.fsys.fetcher.Open(m)
+	if b := n.fsys.Bundler; b != nil {
+		if l, err := n.fsys.Dirs.List(ctx, n.parent); err == nil {
+			b.Opened(n.parent, l.Files, f)
+		}
+	}
+	r, err := n.fsys.Fetcher.Open(m)
 	if err != nil {
-		return nil, 0, toErrno(n.fsys.log, "opening "+n.Path(nil), err)
+		return nil, 0, toErrno(n.fsys.Log, "opening "+n.Path(nil), err)
 	}
 	var fuseFlags uint32
 	if keep {
@@ -449,7 +460,7 @@ type fileHandle struct {
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.r.ReadAt(ctx, dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, toErrno(h.node.fsys.log, "reading "+h.node.Path(nil), err)
+		return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }

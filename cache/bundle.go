@@ -1,0 +1,437 @@
+package cache
+
+import (
+	"archive/zip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
+)
+
+// Lock order: Bundler.mu is taken alone; no request or disk write is made
+// under it.
+
+// BundleOptions configures a Bundler. Zero values take the defaults.
+type BundleOptions struct {
+	Client  *api.Client
+	Content *Content
+	TempDir string // where bundle ZIPs are downloaded before being unpacked
+
+	SmallFile    int64         // files up to this size are bundled; default 1 MiB
+	Trigger      int           // distinct small files opened in a folder within Window that start a bundle; default 2
+	Window       time.Duration // default 10s
+	MinFiles     int           // small uncached files a folder needs for a bundle; default 8
+	MaxFiles     int           // files in one bundle, at most; default 1000
+	MaxBytes     int64         // bytes in one bundle, at most; default 256 MiB
+	WaitLimit    time.Duration // how long a read waits for a bundle before fetching its file alone; default 30s
+	Idle         time.Duration // a bundle no reader asked about for this long is aborted; default 20s
+	PollInterval time.Duration // first wait between job status polls; default 200ms, growing to 2s
+	Log          logrus.FieldLogger
+}
+
+// BundleStats are the bundler's counters.
+type BundleStats struct {
+	Jobs, Completed, Failed, Aborted int64
+	Files                            int64 // files put in the cache from bundles
+	Disabled                         bool  // the organization cannot bundle (4710)
+}
+
+// Bundler notices folders whose small files are read one after another (cp -r,
+// rsync, a file manager making thumbnails) and fetches the rest of them in
+// one bundle job, a ZIP whose entries fill the content cache. Reads of files
+// a running bundle covers wait for their entry instead of fetching the file
+// alone, unless the bundle fails or is slow.
+//
+// Bundles name files (file_ids) rather than the folder (directory_id): a
+// folder's bundle would zip its subfolders too, however large, while the
+// files wanted are exactly the small ones the listing shows.
+type Bundler struct {
+	opts BundleOptions
+
+	mu       sync.Mutex
+	disabled bool                    // guarded by mu; 4710 seen: the organization lacks the feature
+	folders  map[DirKey]*folderState // guarded by mu
+	byFile   map[int64]*bundleJob    // guarded by mu; files a running job covers
+	jobs     map[*bundleJob]bool     // guarded by mu
+	closed   bool                    // guarded by mu
+	wg       sync.WaitGroup
+
+	stats struct{ jobs, completed, failed, aborted, files atomic.Int64 }
+}
+
+type folderState struct {
+	opened    map[int64]time.Time // small files opened lately
+	job       *bundleJob          // running, if any
+	quietTill time.Time           // no new bundle before (after a failure)
+}
+
+type bundleJob struct {
+	folder       DirKey
+	files        map[string]api.File // by name
+	waits        map[int64]chan struct{}
+	cancel       context.CancelFunc
+	lastInterest time.Time // guarded by Bundler.mu
+}
+
+// NewBundler makes a bundler.
+func NewBundler(opts BundleOptions) (*Bundler, error) {
+	if opts.Client == nil || opts.Content == nil || opts.TempDir == "" {
+		return nil, errors.New("cache: a bundler needs a client, a content cache and a temp dir")
+	}
+	if err := os.MkdirAll(opts.TempDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	def := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&opts.SmallFile, 1<<20)
+	def(&opts.MaxBytes, 256<<20)
+	defInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defInt(&opts.Trigger, 2)
+	defInt(&opts.MinFiles, 8)
+	defInt(&opts.MaxFiles, 1000)
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur(&opts.Window, 10*time.Second)
+	defDur(&opts.WaitLimit, 30*time.Second)
+	defDur(&opts.Idle, 20*time.Second)
+	defDur(&opts.PollInterval, 200*time.Millisecond)
+	if opts.Log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		opts.Log = l
+	}
+	return &Bundler{opts: opts, folders: map[DirKey]*folderState{}, byFile: map[int64]*bundleJob{}, jobs: map[*bundleJob]bool{}}, nil
+}
+
+// Stats returns the counters.
+func (b *Bundler) Stats() BundleStats {
+	b.mu.Lock()
+	disabled := b.disabled
+	b.mu.Unlock()
+	return BundleStats{
+		Jobs: b.stats.jobs.Load(), Completed: b.stats.completed.Load(), Failed: b.stats.failed.Load(),
+		Aborted: b.stats.aborted.Load(), Files: b.stats.files.Load(), Disabled: disabled,
+	}
+}
+
+// Opened tells the bundler that file f of folder dir, whose listing is files,
+// is being opened for reading. It may start a bundle of the folder's small
+// files that are not cached yet.
+func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
+	if f.Size > b.opts.SmallFile || f.IsDir() {
+		return
+	}
+	now := time.Now()
+	b.mu.Lock()
+	if b.disabled || b.closed {
+		b.mu.Unlock()
+		return
+	}
+	st := b.folders[dir]
+	if st == nil {
+		st = &folderState{opened: map[int64]time.Time{}}
+		b.folders[dir] = st
+	}
+	if st.job != nil {
+		st.job.lastInterest = now
+		b.mu.Unlock()
+		return
+	}
+	for id, t := range st.opened {
+		if now.Sub(t) > b.opts.Window {
+			delete(st.opened, id)
+		}
+	}
+	st.opened[f.ID] = now
+	ready := len(st.opened) >= b.opts.Trigger && now.After(st.quietTill)
+	b.mu.Unlock()
+	if !ready {
+		return
+	}
+
+	// Choose the files, outside the lock (the cache is asked about each).
+	seen := map[string]int{}
+	for _, x := range files {
+		seen[x.Name]++
+	}
+	chosen := map[string]api.File{}
+	var total int64
+	for _, x := range files {
+		if x.IsDir() || x.Size > b.opts.SmallFile || seen[x.Name] > 1 || len(chosen) >= b.opts.MaxFiles || total+x.Size > b.opts.MaxBytes {
+			continue
+		}
+		if b.opts.Content.Complete(Meta{ID: x.ID, Size: x.Size, ModTime: x.LastModified}) {
+			continue
+		}
+		chosen[x.Name] = x
+		total += x.Size
+	}
+	if len(chosen) < b.opts.MinFiles {
+		return
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	job := &bundleJob{folder: dir, files: chosen, waits: map[int64]chan struct{}{}, cancel: cancel, lastInterest: now}
+	b.mu.Lock()
+	if st.job != nil || b.disabled || b.closed {
+		b.mu.Unlock()
+		cancel()
+		return
+	}
+	st.job = job
+	st.opened = map[int64]time.Time{}
+	b.jobs[job] = true
+	for _, x := range chosen {
+		if _, taken := b.byFile[x.ID]; !taken {
+			b.byFile[x.ID] = job
+			job.waits[x.ID] = make(chan struct{})
+		}
+	}
+	b.wg.Add(2)
+	b.mu.Unlock()
+	b.stats.jobs.Add(1)
+	b.opts.Log.WithFields(logrus.Fields{"folder": dir.Area.String(), "folder_id": dir.ID, "files": len(chosen), "bytes": total}).Debug("bundle: fetching small files in one job")
+	go b.watch(ctx, job)
+	go b.run(ctx, job)
+}
+
+// Covers reports whether a running bundle will bring file id.
+func (b *Bundler) Covers(id int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.byFile[id]
+	return ok
+}
+
+// Wait waits until the bundle covering file id has put it in the cache
+// (true), or reports false at once when no bundle covers it, and after the
+// bundle failed, took longer than the wait limit, or ctx ended.
+func (b *Bundler) Wait(ctx context.Context, id int64) bool {
+	b.mu.Lock()
+	job, ok := b.byFile[id]
+	var ch chan struct{}
+	if ok {
+		ch = job.waits[id]
+		job.lastInterest = time.Now()
+	}
+	b.mu.Unlock()
+	if !ok {
+		return false
+	}
+	t := time.NewTimer(b.opts.WaitLimit)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// watch aborts a job no reader has asked about for a while.
+func (b *Bundler) watch(ctx context.Context, job *bundleJob) {
+	defer b.wg.Done()
+	tick := time.NewTicker(min(time.Second, b.opts.Idle/4))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			b.mu.Lock()
+			idle := time.Since(job.lastInterest) > b.opts.Idle
+			b.mu.Unlock()
+			if idle {
+				b.opts.Log.WithField("folder_id", job.folder.ID).Debug("bundle: nobody waits for it any more, aborting")
+				b.stats.aborted.Add(1)
+				job.cancel()
+				return
+			}
+		}
+	}
+}
+
+// run creates the job, waits for its ZIP, and unpacks it into the cache.
+func (b *Bundler) run(ctx context.Context, job *bundleJob) {
+	defer b.wg.Done()
+	err := b.fetch(ctx, job)
+	b.mu.Lock()
+	st := b.folders[job.folder]
+	if st != nil && st.job == job {
+		st.job = nil
+		if err != nil {
+			st.quietTill = time.Now().Add(b.opts.Window)
+		}
+	}
+	if api.IsPermission(err) && !b.disabled {
+		b.disabled = true
+		b.opts.Log.WithError(err).Info("bundle: the organization cannot download several files at once; reading files one by one from now on")
+	}
+	for id, ch := range job.waits {
+		if b.byFile[id] == job {
+			delete(b.byFile, id)
+		}
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+	delete(b.jobs, job)
+	b.mu.Unlock()
+	job.cancel()
+	switch {
+	case err == nil:
+		b.stats.completed.Add(1)
+	case ctx.Err() != nil:
+		// aborted: counted by whoever aborted it
+	default:
+		b.stats.failed.Add(1)
+		if !api.IsPermission(err) {
+			b.opts.Log.WithError(err).WithField("folder_id", job.folder.ID).Warn("bundle: failed; reading its files one by one")
+		}
+	}
+}
+
+func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
+	ids := make([]int64, 0, len(job.files))
+	for _, f := range job.files {
+		ids = append(ids, f.ID)
+	}
+	link, err := b.opts.Client.CreateDownload(ctx, api.CreateDownloadRequest{FileIDs: ids})
+	if err != nil {
+		return err
+	}
+	if link.DownloadID == 0 {
+		return errors.New("cache: the service started no bundle job")
+	}
+	// From here on, a cancelled bundle is aborted on the service too.
+	jobURL, err := b.await(ctx, link.DownloadID)
+	if err != nil {
+		if ctx.Err() != nil {
+			actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if aerr := b.opts.Client.AbortDownload(actx, link.DownloadID); aerr != nil && !api.IsCode(aerr, api.CodeDownloadNotAbortable) {
+				b.opts.Log.WithError(aerr).Debug("bundle: abort failed")
+			}
+			cancel()
+		}
+		return err
+	}
+	tmp, err := os.CreateTemp(b.opts.TempDir, "bundle-*.zip")
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	n, err := b.opts.Client.DownloadTo(ctx, api.DownloadToRequest{URL: jobURL, Dst: tmp, Parallel: 4})
+	if err != nil {
+		return err
+	}
+	zr, err := zip.NewReader(tmp, n)
+	if err != nil {
+		return fmt.Errorf("cache: the bundle is not a readable ZIP: %w", err)
+	}
+	for _, ze := range zr.File {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f, ok := job.files[path.Base(ze.Name)]
+		if !ok || ze.FileInfo().IsDir() || int64(ze.UncompressedSize64) != f.Size {
+			continue
+		}
+		if err := b.store(ze, f); err != nil {
+			b.opts.Log.WithError(err).WithField("file_id", f.ID).Debug("bundle: entry not stored")
+			continue
+		}
+		b.stats.files.Add(1)
+		b.mu.Lock()
+		if ch, ok := job.waits[f.ID]; ok {
+			close(ch)
+			job.waits[f.ID] = closedChan
+			delete(b.byFile, f.ID)
+		}
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// closedChan stands for a wait that is over.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// store writes one ZIP entry as the content of file f.
+func (b *Bundler) store(ze *zip.File, f api.File) error {
+	h, err := b.opts.Content.Acquire(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
+	if err != nil {
+		return err
+	}
+	defer h.Release()
+	if h.Complete() {
+		return nil
+	}
+	rc, err := ze.Open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return h.WriteAll(rc)
+}
+
+// await polls a job until it is uploaded and returns its ZIP's URL.
+func (b *Bundler) await(ctx context.Context, id int64) (string, error) {
+	wait := b.opts.PollInterval
+	for {
+		job, err := b.opts.Client.DownloadStatus(ctx, id, true)
+		if err != nil {
+			return "", err
+		}
+		switch job.Status {
+		case api.DownloadUploaded:
+			if job.DownloadURL == "" {
+				return "", errors.New("cache: the bundle is ready but has no URL")
+			}
+			return job.DownloadURL, nil
+		case api.DownloadFailed, api.DownloadCancelled:
+			return "", fmt.Errorf("cache: bundle job %d %s: %w", id, job.Status, api.ErrDownloadFailed)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-t.C:
+		}
+		wait = min(wait*3/2, 2*time.Second)
+	}
+}
+
+// Close aborts the running bundles and waits for them to end.
+func (b *Bundler) Close() {
+	b.mu.Lock()
+	b.closed = true
+	for job := range b.jobs {
+		job.cancel()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}

@@ -2,9 +2,10 @@
 GO      ?= go
 BIN     ?= orgfs
 DEMODIR ?= .demo
+MNT     ?= mnt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build test fmt-check vet unit demo clean
+.PHONY: build test fmt-check vet unit demo emulator clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) .
@@ -22,8 +23,13 @@ vet:
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-# The emulator with demo data, in the foreground; Ctrl-C stops it.
+# The emulator with demo data, mounted at ./mnt in the foreground; Ctrl-C unmounts.
 demo: build
+	@mkdir -p $(MNT)
+	./$(BIN) mount --demo $(MNT)
+
+# The emulator alone, for scripts and API clients (credentials in .demo/).
+emulator: build
 	./$(BIN) emulator --seed demo --listen 127.0.0.1:8080 --credentials-dir $(DEMODIR)
 
 clean:

@@ -116,6 +116,12 @@ func (v *octal) Set(s string) error {
 }
 
 func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) error {
+	// Signals are caught from the start: a Ctrl-C just after the mount comes
+	// up must unmount, not leave a dead mount behind.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
 	var creds api.Credentials
 	if o.Demo {
 		srv, err := emulator.Listen(emulator.Options{Seed: emulator.SeedDemo, StepDelay: 2 * time.Second, Log: log.WithField("component", "emulator")}, "127.0.0.1:0", "127.0.0.1:0")
@@ -192,9 +198,6 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	}
 	fmt.Fprintf(stdout, "orgfs: mounted at %s (cache %s). Ctrl-C to unmount.\n", dir, cacheDir)
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	done := make(chan struct{})
 	go func() { server.Wait(); close(done) }()
 	for {

@@ -760,3 +760,26 @@ func TestBundleNobodyWaitsForIsAborted(t *testing.T) {
 		t.Errorf("bundler: %+v", st)
 	}
 }
+
+func TestInterruptedReadCancelsRequests(t *testing.T) {
+	e := newEnv(t, envOptions{emu: emulator.Options{StreamRate: 2 << 20}}) // 2 MiB/s per connection
+	e.put(0, e.root(0), "slow.bin", randomData(64<<20, 5))
+	cat := exec.Command("cat", e.path("shared", "slow.bin"))
+	cat.Stdout = io.Discard
+	if err := cat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	cat.Process.Signal(os.Interrupt)
+	cat.Wait()
+	// Requests cut now; what was on the wire drains within moments.
+	time.Sleep(500 * time.Millisecond)
+	sent := e.emu.Stats().Objects.BytesOut
+	time.Sleep(time.Second)
+	if more := e.emu.Stats().Objects.BytesOut - sent; more > 256<<10 {
+		t.Errorf("the object store sent %d more bytes after the reader was interrupted", more)
+	}
+	if sent >= 64<<20 {
+		t.Errorf("the whole file (%d bytes) was fetched for an interrupted reader", sent)
+	}
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/emulator/emutest"
+)
+
+// binary is orgfs built once for the tests that run it as a child process.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "orgfs-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "orgfs")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runCmd runs orgfs in-process and returns its exit code and output.
+func runCmd(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeCreds(t *testing.T, endpoint, key, secret string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "creds.json")
+	b, _ := json.Marshal(map[string]string{"endpoint": endpoint, "key": key, "secret": secret})
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestHelpAndUsageErrors(t *testing.T) {
+	if code, out, _ := runCmd("help"); code != 0 || !strings.Contains(out, "mount") || !strings.Contains(out, "emulator") {
+		t.Errorf("help: %d %q", code, out)
+	}
+	if code, out, _ := runCmd("mount", "--help"); code != 0 || !strings.Contains(out, "--cache-max-size") || !strings.Contains(out, "never from") {
+		t.Errorf("mount --help: %d %q", code, out)
+	}
+	if code, _, errOut := runCmd("nosuch"); code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Errorf("unknown command: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd("mount", "--bogus", "x"); code != 2 || !strings.Contains(errOut, "--bogus") {
+		t.Errorf("bad flag: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd("mount"); code != 2 || !strings.Contains(errOut, "MOUNTPOINT") {
+		t.Errorf("no mount point: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCmd("mount", "--cache-max-size", "lots", "x"); code != 2 || !strings.Contains(errOut, "invalid size") {
+		t.Errorf("bad size: %d %q", code, errOut)
+	}
+	if code, out, _ := runCmd("version"); code != 0 || !strings.HasPrefix(out, "orgfs ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+}
+
+// TestMountStartErrors: a start that cannot work ends at once with one
+// readable line and a non-zero status, and never shows the secret.
+func TestMountStartErrors(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	good := srv.Credentials()[0]
+	const badSecret = "not-the-secret-0123456789"
+	empty := t.TempDir()
+	full := t.TempDir()
+	os.WriteFile(filepath.Join(full, "x"), nil, 0o600)
+	tests := []struct {
+		name  string
+		creds string
+		dir   string
+		want  string
+	}{
+		{"bad secret", writeCreds(t, good.Endpoint, good.Key, badSecret), empty, "refused the credentials"},
+		{"unreachable endpoint", writeCreds(t, "http://127.0.0.1:1", good.Key, good.Secret), empty, "cannot reach the service at http://127.0.0.1:1"},
+		{"missing mount point", writeCreds(t, good.Endpoint, good.Key, good.Secret), filepath.Join(empty, "nope"), "does not exist"},
+		{"non-empty mount point", writeCreds(t, good.Endpoint, good.Key, good.Secret), full, "is not empty"},
+		{"missing credentials file", filepath.Join(empty, "none.json"), empty, "none.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			code, _, errOut := runCmd("mount", "--credentials", tt.creds, "--cache-dir", t.TempDir(), tt.dir)
+			if code == 0 {
+				t.Fatalf("mount succeeded")
+			}
+			if !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Errorf("stderr %q, want one line with %q", errOut, tt.want)
+			}
+			if strings.Contains(errOut, badSecret) || strings.Contains(errOut, good.Secret) {
+				t.Errorf("stderr shows a secret: %q", errOut)
+			}
+			if d := time.Since(start); d > 15*time.Second {
+				t.Errorf("took %v to fail", d)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// daemon is orgfs mount running as a child process.
+type daemon struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	out *syncBuffer
+	dir string
+}
+
+func startDaemon(t *testing.T, dir string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, out: &syncBuffer{}, dir: dir}
+	d.cmd = exec.Command(binary, "mount", "--demo", "--log-level", "info", dir)
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+			d.cmd.Wait()
+		}
+		exec.Command("fusermount3", "-u", "-z", dir).Run()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// The kernel may answer from its entry cache even for a dead mount:
+		// the daemon's word comes first.
+		if strings.Contains(d.out.String(), "mounted at") {
+			if _, err := os.Stat(filepath.Join(dir, "shared", "Welcome.txt")); err == nil {
+				return d
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mount did not come up: %s", d.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// wait waits for the daemon to exit and returns its status.
+func (d *daemon) wait() int {
+	d.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		d.cmd.Process.Kill()
+		d.t.Fatalf("the daemon did not exit: %s", d.out)
+	}
+	return d.cmd.ProcessState.ExitCode()
+}
+
+func mounted(dir string) bool {
+	b, _ := os.ReadFile("/proc/self/mounts")
+	return strings.Contains(string(b), " "+dir+" ")
+}
+
+func TestDaemonLifecycle(t *testing.T) {
+	if _, err := exec.LookPath("fusermount3"); err != nil {
+		t.Fatal("fusermount3 is needed (apt-get install fuse3)")
+	}
+	dir := t.TempDir()
+	for _, stop := range []string{"SIGINT", "SIGTERM", "fusermount3 -u"} {
+		t.Run(stop, func(t *testing.T) {
+			d := startDaemon(t, dir)
+			b, err := os.ReadFile(filepath.Join(dir, "shared", "Welcome.txt"))
+			if err != nil || len(b) == 0 {
+				t.Fatalf("reading through the daemon: %v", err)
+			}
+			switch stop {
+			case "SIGINT":
+				d.cmd.Process.Signal(os.Interrupt)
+			case "SIGTERM":
+				d.cmd.Process.Signal(syscall.SIGTERM)
+			default:
+				if out, err := exec.Command("fusermount3", "-u", dir).CombinedOutput(); err != nil {
+					t.Fatalf("fusermount3 -u: %v: %s", err, out)
+				}
+			}
+			if code := d.wait(); code != 0 {
+				t.Fatalf("exit status %d: %s", code, d.out)
+			}
+			if mounted(dir) {
+				t.Fatalf("still mounted after %s", stop)
+			}
+		})
+	}
+	t.Run("dead mount after a crash", func(t *testing.T) {
+		d := startDaemon(t, dir)
+		d.cmd.Process.Kill()
+		d.wait()
+		_, err := os.Stat(dir)
+		if !errors.Is(err, syscall.ENOTCONN) {
+			t.Fatalf("after SIGKILL the mount point answers %v, want ENOTCONN", err)
+		}
+		d2 := startDaemon(t, dir)
+		if !strings.Contains(d2.out.String(), "clearing a dead mount") {
+			t.Errorf("no word of the dead mount: %s", d2.out)
+		}
+		d2.cmd.Process.Signal(os.Interrupt)
+		if code := d2.wait(); code != 0 || mounted(dir) {
+			t.Fatalf("exit %d, mounted %v: %s", code, mounted(dir), d2.out)
+		}
+	})
+}

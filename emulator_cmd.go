@@ -28,6 +28,7 @@ type emulatorOptions struct {
 	StreamRate     units.Rate
 	FaultRate      float64
 	FaultSeed      int64
+	BenchFileSize  units.Size
 	Log            logging.Options
 }
 
@@ -47,7 +48,8 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "address of the API (port 0 picks a free port)")
 	fs.StringVar(&o.ObjectsListen, "objects-listen", o.ObjectsListen, "address of the object store behind presigned URLs (port 0 picks a free port)")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "where file contents, parts and ZIPs live (default: a temporary directory, removed at exit)")
-	fs.StringVar(&o.Seed, "seed", o.Seed, "initial content: demo (a populated organization) or empty")
+	fs.StringVar(&o.Seed, "seed", o.Seed, "initial content: demo (a populated organization), empty, or bench (empty plus the benchmarks' data in org-a's shared/bench)")
+	fs.Var(&o.BenchFileSize, "bench-file-size", "size of bench/big.bin with --seed bench (default 1G)")
 	fs.StringVar(&o.CredentialsDir, "credentials-dir", o.CredentialsDir, "write one credentials file per organization here: org-a.json, org-b.json (default: DATA-DIR/credentials)")
 	fs.DurationVar(&o.StepDelay, "step-delay", o.StepDelay, "time each step of an asynchronous job takes (image builds, computer power, download bundles)")
 	fs.DurationVar(&o.Latency, "latency", o.Latency, "delay added to every API request")
@@ -94,6 +96,7 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 		StreamRate:    int64(o.StreamRate),
 		FaultRate:     o.FaultRate,
 		FaultSeed:     o.FaultSeed,
+		BenchFileSize: int64(o.BenchFileSize),
 		Log:           log,
 	}, o.Listen, o.ObjectsListen)
 	if err != nil {
@@ -103,7 +106,7 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	if err := srv.WriteCredentials(credDir); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "orgfs emulator: API at %s, object store at %s\n", srv.APIURL, srv.ObjectsURL)
+	fmt.Fprintf(stdout, "orgfs emulator: API at %s, object store at %s, counters at %s%s\n", srv.APIURL, srv.ObjectsURL, srv.APIURL, emulator.StatsPath)
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(stdout, "  %s credentials: %s\n", c.Name, filepath.Join(credDir, c.Name+".json"))
 	}
@@ -118,8 +121,8 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 
 func (o *emulatorOptions) validate() error {
 	switch {
-	case o.Seed != "demo" && o.Seed != "empty":
-		return usagef("--seed %q: want demo or empty", o.Seed)
+	case o.Seed != emulator.SeedDemo && o.Seed != emulator.SeedEmpty && o.Seed != emulator.SeedBench:
+		return usagef("--seed %q: want demo, empty or bench", o.Seed)
 	case o.FaultRate < 0 || o.FaultRate > 1:
 		return usagef("--fault-rate %v: want a fraction between 0 and 1", o.FaultRate)
 	case o.StepDelay < 0 || o.Latency < 0 || o.ObjectLatency < 0:

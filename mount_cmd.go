@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -39,6 +40,7 @@ type mountOptions struct {
 	Umask        uint32
 	AllowOther   bool
 	DebugFUSE    bool
+	CPUProfile   string
 	Log          logging.Options
 }
 
@@ -80,9 +82,22 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.Var((*octal)(&o.Umask), "umask", "permission bits taken from 0777 (folders) and 0666 (files), octal")
 	fs.BoolVar(&o.AllowOther, "allow-other", o.AllowOther, "let other users see the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	fs.BoolVar(&o.DebugFUSE, "debug-fuse", o.DebugFUSE, "log every FUSE request")
+	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile of the daemon to this file (development)")
+	fs.MarkHidden("cpu-profile")
 	o.Log.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if fs.NArg() != 1 {
 		return usagef("want one MOUNTPOINT (see 'orgfs mount --help')")
@@ -203,7 +218,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	for {
 		select {
 		case <-done:
-			log.Info("unmounted")
+			log.WithField("fetch", fmt.Sprintf("%+v", fetcher.Stats())).Info("unmounted")
 			return nil
 		case s := <-sigs:
 			if s == syscall.SIGHUP {

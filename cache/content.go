@@ -447,6 +447,13 @@ func (h *Handle) BlockRange(i int64) (off, n int64) {
 	return off, max(0, min(h.c.blockSize, size-off))
 }
 
+// File is the entry's sparse data file, open while the handle is held.
+func (h *Handle) File() *os.File {
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	return h.e.f
+}
+
 // ReadAt reads cached bytes. The caller checks with Missing that the blocks
 // are present; bytes of absent blocks read as zeros.
 func (h *Handle) ReadAt(p []byte, off int64) (int, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,8 @@ type FetchStats struct {
 	BytesFetched  int64
 	URLRenewals   int64 // URLs renewed after the object store refused them
 	Errors        int64 // range fetches that failed for good
+	Random        int64 // reads that were not sequential (no read-ahead)
+	AheadFetches  int64 // range requests started by read-ahead
 }
 
 // Fetcher fetches file content into the content cache with ranged GETs of
@@ -61,7 +64,7 @@ type Fetcher struct {
 	group singleflight.Group          // one URL request per file at a time
 	bufs  sync.Pool                   // block buffers
 
-	stats struct{ urls, ranges, bytes, renewals, errors atomic.Int64 }
+	stats struct{ urls, ranges, bytes, renewals, errors, random, ahead atomic.Int64 }
 }
 
 type urlEntry struct {
@@ -121,6 +124,7 @@ func (f *Fetcher) Stats() FetchStats {
 	return FetchStats{
 		URLRequests: f.stats.urls.Load(), RangeRequests: f.stats.ranges.Load(), BytesFetched: f.stats.bytes.Load(),
 		URLRenewals: f.stats.renewals.Load(), Errors: f.stats.errors.Load(),
+		Random: f.stats.random.Load(), AheadFetches: f.stats.ahead.Load(),
 	}
 }
 
@@ -220,11 +224,32 @@ func (r *Reader) Handle() *Handle { return r.h }
 // reader's request: when it is cancelled the read returns and the fetches only
 // it waited for are cancelled.
 func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := r.Ready(ctx, off, int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	got, err := r.h.ReadAt(p[:n], off)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(got) == n) {
+		return got, err
+	}
+	return got, nil
+}
+
+// File is the cache file holding the content: bytes that Ready reported are
+// in it at their offsets, so a caller may read (or splice) them itself.
+func (r *Reader) File() *os.File { return r.h.File() }
+
+// Ready makes bytes [off, off+n) present in the cache file, fetching what is
+// missing (and reading ahead), and returns how many of them the file has
+// (fewer at its end; io.EOF at or past it). ctx is the reader's request: when
+// it is cancelled Ready returns and the fetches only it waited for are
+// cancelled.
+func (r *Reader) Ready(ctx context.Context, off, want int64) (int64, error) {
 	size := r.meta.Size
-	if off >= size || len(p) == 0 {
+	if off >= size || want <= 0 {
 		return 0, io.EOF
 	}
-	n := min(int64(len(p)), size-off)
+	n := min(want, size-off)
 	if r.f.bundler != nil && !r.bundleAsked.Swap(true) && r.f.bundler.Covers(r.meta.ID) && !r.h.Complete() {
 		// A bundle brings this file: wait for it rather than fetch the file
 		// alone (unless it fails or is slow).
@@ -247,11 +272,7 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		}
 	}
 	r.leave(waits)
-	got, err := r.h.ReadAt(p[:n], off)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(got) == n) {
-		return got, err
-	}
-	return got, nil
+	return n, nil
 }
 
 // plan starts the fetches a read at [off, off+n) needs, and the read-ahead
@@ -269,6 +290,7 @@ func (r *Reader) plan(off, n int64) ([]*pendingBlock, error) {
 	if (r.next == 0 && off == 0) || (r.next > 0 && off >= r.next-bs && off <= r.next+bs) {
 		r.window = min(max(2*r.window, 2*r.f.chunk), r.f.readAhead)
 	} else {
+		r.f.stats.random.Add(1)
 		r.window = 0
 		r.ahead = 0
 	}
@@ -290,8 +312,13 @@ func (r *Reader) plan(off, n int64) ([]*pendingBlock, error) {
 		}
 	}
 	if r.window > 0 {
+		// Read ahead in whole chunks: as the window slides a read at a time,
+		// waiting for a chunk's worth keeps every request large.
 		start := max(off+n, r.ahead)
 		end := min(off+n+r.window, r.meta.Size)
+		if end < r.meta.Size {
+			end = start + (end-start)/r.f.chunk*r.f.chunk
+		}
 		if start < end {
 			r.ahead = r.startRunsLocked(r.h.Missing(start, end-start), true, r.f.perFile)
 			if r.ahead < 0 {
@@ -339,6 +366,9 @@ func (r *Reader) startLocked(first, last int64, ahead bool) {
 		r.pending[b] = &pendingBlock{done: make(chan struct{}), op: op}
 	}
 	r.ops++
+	if ahead {
+		r.f.stats.ahead.Add(1)
+	}
 	r.wg.Add(1)
 	go r.run(ctx, op)
 }

@@ -457,12 +457,17 @@ type fileHandle struct {
 	r    *cache.Reader
 }
 
+// Read waits until the bytes are in the cache file, then hands the kernel
+// that file's range, which go-fuse splices without copying it through here.
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := h.r.ReadAt(ctx, dest, off)
-	if err != nil && !errors.Is(err, io.EOF) {
+	n, err := h.r.Ready(ctx, off, int64(len(dest)))
+	if errors.Is(err, io.EOF) {
+		return fuse.ReadResultData(nil), 0
+	}
+	if err != nil {
 		return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)
 	}
-	return fuse.ReadResultData(dest[:n]), 0
+	return fuse.ReadResultFd(h.r.File().Fd(), off, int(n)), 0
 }
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {

@@ -72,6 +72,7 @@ type Options struct {
 	FaultSeed     int64            // makes the faults deterministic
 	Now           func() time.Time // clock; default time.Now (tests inject a fake one)
 	Log           logrus.FieldLogger
+	BenchFileSize int64 // size of bench/big.bin in the bench seed; default 1 GiB
 }
 
 // Emulator is the state of the emulated service. Its API handler is Handler();
@@ -119,8 +120,8 @@ func New(opts Options) (*Emulator, error) {
 	if opts.Seed == "" {
 		opts.Seed = SeedDemo
 	}
-	if opts.Seed != SeedDemo && opts.Seed != SeedEmpty {
-		return nil, fmt.Errorf("emulator: unknown seed %q (want %q or %q)", opts.Seed, SeedDemo, SeedEmpty)
+	if opts.Seed != SeedDemo && opts.Seed != SeedEmpty && opts.Seed != SeedBench {
+		return nil, fmt.Errorf("emulator: unknown seed %q (want %q, %q or %q)", opts.Seed, SeedDemo, SeedEmpty, SeedBench)
 	}
 	if opts.StepDelay <= 0 {
 		opts.StepDelay = 2 * time.Second
@@ -199,6 +200,12 @@ func New(opts Options) (*Emulator, error) {
 	if err := e.seed(opts.Seed); err != nil {
 		e.cleanup()
 		return nil, fmt.Errorf("emulator: seed %s: %w", opts.Seed, err)
+	}
+	if opts.Seed == SeedBench {
+		if err := e.seedBench(); err != nil {
+			e.cleanup()
+			return nil, fmt.Errorf("emulator: seed %s: %w", opts.Seed, err)
+		}
 	}
 	return e, nil
 }

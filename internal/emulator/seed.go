@@ -114,7 +114,7 @@ func (e *Emulator) seed(which string) error {
 	}, "frankfurt", "eu-central-1", 600, []int64{1, 2}, 10*gib, now)
 	e.mu.Unlock()
 
-	if which == SeedEmpty {
+	if which == SeedEmpty || which == SeedBench {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for _, o := range []*org{a, b} {

@@ -58,7 +58,10 @@ func Listen(opts Options, apiAddr, objectsAddr string) (*Server, error) {
 		ObjectsURL: "http://" + objLn.Addr().String(),
 	}
 	e.store.SetBaseURL(s.ObjectsURL)
-	s.api = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: time.Minute}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+StatsPath, http.HandlerFunc(e.serveStats))
+	mux.Handle("/", e.Handler())
+	s.api = &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
 	s.objects = &http.Server{Handler: e.store, ReadHeaderTimeout: time.Minute}
 	for _, p := range []struct {
 		srv *http.Server

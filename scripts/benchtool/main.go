@@ -1,0 +1,144 @@
+// Command benchtool does the service-side parts of the benchmarks in
+// scripts/: the baselines that talk to the service directly, and reading the
+// emulator's request counters.
+//
+//	benchtool -credentials FILE url PATH        presigned URL of shared/PATH
+//	benchtool -credentials FILE loop DIR OUT    download every file of shared/DIR one by one into OUT
+//	benchtool -credentials FILE stats           the emulator's counters: api=N objects=M
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
+)
+
+func main() {
+	credPath := flag.String("credentials", "", "credentials file")
+	flag.Parse()
+	if err := run(*credPath, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtool:", err)
+		os.Exit(1)
+	}
+}
+
+func run(credPath string, args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: benchtool -credentials FILE url PATH | loop DIR OUT | stats")
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	creds, err := api.LoadCredentialsWithLogger(credPath, quiet)
+	if err != nil {
+		return err
+	}
+	c, err := api.New(creds, api.Options{Logger: quiet, PerPage: 1000})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	switch {
+	case args[0] == "url" && len(args) == 2:
+		f, err := resolve(ctx, c, args[1])
+		if err != nil {
+			return err
+		}
+		link, err := c.FileURL(ctx, f.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Println(link.URL)
+	case args[0] == "loop" && len(args) == 3:
+		return loop(ctx, c, args[1], args[2])
+	case args[0] == "stats" && len(args) == 1:
+		resp, err := http.Get(strings.TrimRight(creds.Endpoint, "/") + emulator.StatsPath)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var st emulator.Stats
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			return err
+		}
+		var n int64
+		for _, v := range st.Requests {
+			n += v
+		}
+		fmt.Printf("api=%d objects=%d\n", n, st.Objects.Gets+st.Objects.Puts)
+	default:
+		return fmt.Errorf("unknown command %q", strings.Join(args, " "))
+	}
+	return nil
+}
+
+// resolve finds shared/PATH by listing each folder on the way.
+func resolve(ctx context.Context, c *api.Client, path string) (api.File, error) {
+	var cur api.File
+	parent := int64(0)
+	for _, name := range strings.Split(strings.Trim(path, "/"), "/") {
+		found := false
+		for f, err := range c.SharedFiles(ctx, api.ListFilesRequest{ParentID: parent}).All() {
+			if err != nil {
+				return api.File{}, err
+			}
+			if f.Name == name {
+				cur, parent, found = f, f.ID, true
+				break
+			}
+		}
+		if !found {
+			return api.File{}, fmt.Errorf("shared/%s: no %q", path, name)
+		}
+	}
+	return cur, nil
+}
+
+// loop is the per-file baseline: for each file, ask its URL and GET it.
+func loop(ctx context.Context, c *api.Client, dir, out string) error {
+	d, err := resolve(ctx, c, dir)
+	if err != nil {
+		return err
+	}
+	files, err := c.SharedFiles(ctx, api.ListFilesRequest{ParentID: d.ID}).Collect()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	start := time.Now()
+	for _, f := range files {
+		link, err := c.FileURL(ctx, f.ID)
+		if err != nil {
+			return err
+		}
+		resp, err := http.Get(link.URL)
+		if err != nil {
+			return err
+		}
+		dst, err := os.Create(filepath.Join(out, f.Name))
+		if err == nil {
+			_, err = io.Copy(dst, resp.Body)
+			dst.Close()
+		}
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%d files in %.3f s\n", len(files), time.Since(start).Seconds())
+	return nil
+}

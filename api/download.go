@@ -471,9 +471,10 @@ type BundleRequest struct {
 // backoff until it is uploaded (failed or cancelled give an error wrapping
 // ErrDownloadFailed), and returns a stream of its ZIP with the job. When ctx
 // is cancelled before the job completes, the job is aborted
-// (DELETE /files/downloads/{id}, on a fresh short context). When the service
-// answers a URL at once (a single file id), the stream is that file and the
-// job has ID 0.
+// (DELETE /files/downloads/{id}, on a fresh short context) and returned with
+// the error (with its ID at least, even when a status poll was cut). When the
+// service answers a URL at once (a single file id), the stream is that file
+// and the job has ID 0.
 func (c *Client) Bundle(ctx context.Context, req BundleRequest) (io.ReadCloser, *DownloadJob, error) {
 	link, err := c.CreateDownload(ctx, CreateDownloadRequest{DirectoryID: req.DirectoryID, FileIDs: req.FileIDs, TaskID: req.TaskID})
 	if err != nil {
@@ -506,7 +507,8 @@ func (c *Client) Bundle(ctx context.Context, req BundleRequest) (io.ReadCloser, 
 }
 
 // waitDownload polls a job until it is uploaded with a URL. It aborts the job
-// when ctx is cancelled or polling fails.
+// when ctx is cancelled or polling fails, and returns it (its id at least)
+// with the error.
 func (c *Client) waitDownload(ctx context.Context, id int64, req BundleRequest) (*DownloadJob, error) {
 	wait := req.PollInterval
 	if wait <= 0 {
@@ -518,12 +520,14 @@ func (c *Client) waitDownload(ctx context.Context, id int64, req BundleRequest) 
 	}
 	opName := pathf("GET /files/downloads/%d", id)
 	missingURL := 0
+	last := &DownloadJob{ID: id} // the job as last polled, returned with a failed poll
 	for {
 		job, err := c.DownloadStatus(ctx, id, true)
 		if err != nil {
 			c.abortJob(ctx, id)
-			return nil, err
+			return last, err
 		}
+		last = job
 		switch job.Status {
 		case DownloadUploaded:
 			if job.DownloadURL != "" {

@@ -192,17 +192,34 @@ func (c *Client) CreateDirectory(ctx context.Context, req CreateDirectoryRequest
 }
 
 // findChild looks an entry up by exact name in a folder; nil when absent.
+// The name search (q) may also match entries deeper below the folder, so
+// only an entry whose parent_id is the folder's is taken; at a root (parentID
+// 0) that id is learned from the parent_id of the root's first entry.
 func (c *Client) findChild(ctx context.Context, machineID, parentID int64, name string) (*File, error) {
-	req := ListFilesRequest{ParentID: parentID, Query: name}
-	l := c.SharedFiles(ctx, req)
-	if machineID != 0 {
-		l = c.MachineFiles(ctx, machineID, req)
+	list := func(req ListFilesRequest) *FileList {
+		if machineID != 0 {
+			return c.MachineFiles(ctx, machineID, req)
+		}
+		return c.SharedFiles(ctx, req)
 	}
-	for f, err := range l.All() {
+	want := parentID
+	if want == 0 {
+		for f, err := range list(ListFilesRequest{}).All() {
+			if err != nil {
+				return nil, err
+			}
+			want = f.ParentID
+			break
+		}
+		if want == 0 {
+			return nil, nil // an empty root
+		}
+	}
+	for f, err := range list(ListFilesRequest{ParentID: parentID, Query: name}).All() {
 		if err != nil {
 			return nil, err
 		}
-		if f.Name == name {
+		if f.Name == name && f.ParentID == want {
 			return &f, nil
 		}
 	}

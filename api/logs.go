@@ -53,9 +53,17 @@ func (l *Logs) UnmarshalJSON(b []byte) error {
 // UserActionLogs returns administrative and user action log records
 // (GET /user-action-logs).
 func (c *Client) UserActionLogs(ctx context.Context, req LogsRequest) (*Logs, error) {
+	// ISO 8601 in UTC with milliseconds, as the service writes times: whole
+	// seconds would cut off the end of the window (an action of the last
+	// second). The end is rounded up so that the window keeps its last instant.
+	const isoMillis = "2006-01-02T15:04:05.000Z07:00"
+	end := req.End.UTC()
+	if ms := end.Truncate(time.Millisecond); !ms.Equal(end) {
+		end = ms.Add(time.Millisecond)
+	}
 	q := url.Values{}
-	q.Set("start_date", req.Start.UTC().Format(time.RFC3339))
-	q.Set("end_date", req.End.UTC().Format(time.RFC3339))
+	q.Set("start_date", req.Start.UTC().Truncate(time.Millisecond).Format(isoMillis))
+	q.Set("end_date", end.Format(isoMillis))
 	if req.ActionType != "" {
 		q.Set("action_type", req.ActionType)
 	}

@@ -95,7 +95,8 @@ func (r *Response) Code() int {
 
 // Do sends method path (relative to /organization-management/v1, query
 // allowed) with body (nil, []byte, string or a value marshalled to JSON),
-// signed with the client's credentials.
+// signed with the client's credentials. Each request goes over a connection
+// of its own, so that a dropped answer shows as an error.
 func (c *Client) Do(method, path string, body any) (*Response, error) {
 	var b []byte
 	switch v := body.(type) {
@@ -123,6 +124,12 @@ func (c *Client) Do(method, path string, body any) (*Response, error) {
 	}
 	req.Header.Set("Authorization", api.AuthorizationHeader(c.Creds.Key, c.Creds.Secret, method, signed, ts, Nonce(), b))
 	req.Header.Set("Content-Type", "application/json")
+	// One connection per request: over a reused keep-alive connection that
+	// breaks (the emulator's Drop fault), Go's transport silently re-sends a
+	// bodiless GET with the same Authorization header, whose nonce the
+	// emulator then refuses as replayed (401) instead of the caller seeing
+	// the lost answer.
+	req.Close = true
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return nil, err

@@ -143,10 +143,13 @@ type daemon struct {
 	dir string
 }
 
-func startDaemon(t *testing.T, dir string) *daemon {
+func startDaemon(t *testing.T, dir string, args ...string) *daemon {
 	t.Helper()
 	d := &daemon{t: t, out: &syncBuffer{}, dir: dir}
-	d.cmd = exec.Command(binary, "mount", "--demo", "--log-level", "info", dir)
+	if len(args) == 0 {
+		args = []string{"--demo"}
+	}
+	d.cmd = exec.Command(binary, append(append([]string{"mount", "--log-level", "info"}, args...), dir)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -163,7 +166,7 @@ func startDaemon(t *testing.T, dir string) *daemon {
 		// The kernel may answer from its entry cache even for a dead mount:
 		// the daemon's word comes first.
 		if strings.Contains(d.out.String(), "mounted at") {
-			if _, err := os.Stat(filepath.Join(dir, "shared", "Welcome.txt")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "shared")); err == nil {
 				return d
 			}
 		}
@@ -240,4 +243,42 @@ func TestDaemonLifecycle(t *testing.T) {
 			t.Fatalf("exit %d, mounted %v: %s", code, mounted(dir), d2.out)
 		}
 	})
+}
+
+func TestSIGHUPDropsCachedListings(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	c := srv.Credentials()[0]
+	creds := writeCreds(t, c.Endpoint, c.Key, c.Secret)
+	dir := t.TempDir()
+	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--dir-cache-time", "1h")
+	if names, err := os.ReadDir(filepath.Join(dir, "shared")); err != nil || len(names) != 0 {
+		t.Fatalf("shared/ = %v, %v; want empty", names, err)
+	}
+	root, err := srv.Emulator.RootID(c.Name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Emulator.CreateFile(c.Name, 0, root, "later.txt", strings.NewReader("hello")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond) // past the kernel's own 1 s entry cache
+	if _, err := os.Stat(filepath.Join(dir, "shared", "later.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a new file showed within the listing cache time: %v", err)
+	}
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "shared", "later.txt"))
+		if err == nil && string(b) == "hello" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after SIGHUP: %q, %v\n%s", b, err, d.out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.cmd.Process.Signal(os.Interrupt)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("exit %d: %s", code, d.out)
+	}
 }

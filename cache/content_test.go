@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/orgfs/orgfs/api"
 )
 
 const testBlock = 4096
@@ -209,5 +211,26 @@ func TestInvalidateWhileInUse(t *testing.T) {
 	defer h3.Release()
 	if _, err := h3.ReadAt(buf, 0); err != nil || !bytes.Equal(buf, fresh) || !h3.Complete() {
 		t.Fatal("the new entry was damaged by the old one's release")
+	}
+}
+
+func TestDirsPutAndRemoveEditTheCachedListing(t *testing.T) {
+	d := NewDirs(nil, time.Hour, nil)
+	key := DirKey{Area: Area{Kind: Shared}, ID: 5}
+	d.dirs[key] = &Listing{Files: []api.File{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}, Fetched: time.Now()}
+	before := d.dirs[key]
+	d.Put(key, api.File{ID: 3, Name: "b"}) // replaces by name
+	d.Put(key, api.File{ID: 4, Name: "c"})
+	d.Remove(key, 1)
+	got := d.dirs[key].Files
+	if len(got) != 2 || got[0].ID != 3 || got[1].ID != 4 {
+		t.Fatalf("listing after edits: %+v", got)
+	}
+	if len(before.Files) != 2 || before.Files[0].ID != 1 {
+		t.Fatal("an edit changed a listing a reader holds")
+	}
+	d.Put(DirKey{Area: Area{Kind: Shared}, ID: 99}, api.File{ID: 5})
+	if _, ok := d.dirs[DirKey{Area: Area{Kind: Shared}, ID: 99}]; ok {
+		t.Fatal("Put cached a folder that was not listed")
 	}
 }

@@ -187,3 +187,43 @@ func (d *Dirs) DropAll() {
 	d.gen++
 	d.mu.Unlock()
 }
+
+// Put records a file the mount itself created or changed in its folder's
+// cached listing (replacing an entry of the same id or name), so the change
+// shows at once without a new listing. A folder not cached is left alone: its
+// next listing will have the file.
+func (d *Dirs) Put(key DirKey, f api.File) {
+	d.edit(key, func(files []api.File) []api.File {
+		out := make([]api.File, 0, len(files)+1)
+		for _, x := range files {
+			if x.ID != f.ID && x.Name != f.Name {
+				out = append(out, x)
+			}
+		}
+		return append(out, f)
+	})
+}
+
+// Remove takes a file the mount deleted out of its folder's cached listing.
+func (d *Dirs) Remove(key DirKey, id int64) {
+	d.edit(key, func(files []api.File) []api.File {
+		out := make([]api.File, 0, len(files))
+		for _, x := range files {
+			if x.ID != id {
+				out = append(out, x)
+			}
+		}
+		return out
+	})
+}
+
+// edit replaces a cached listing by an edited copy (readers keep the old one).
+func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.dirs[key]
+	if !ok {
+		return
+	}
+	d.dirs[key] = &Listing{Files: f(l.Files), Fetched: l.Fetched}
+}

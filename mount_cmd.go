@@ -187,11 +187,20 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 		sum := sha256.Sum256([]byte(creds.Endpoint + "\x00" + creds.Key))
 		cacheDir = filepath.Join(base, "orgfs", hex.EncodeToString(sum[:8]))
 	}
+	lock, err := lockCacheDir(cacheDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	content, err := cache.OpenContent(cache.ContentOptions{Dir: filepath.Join(cacheDir, "content"), MaxSize: int64(o.CacheMaxSize), Log: log})
 	if err != nil {
 		return err
 	}
-	defer content.Close()
+	defer func() {
+		if err := content.Close(); err != nil {
+			log.WithError(err).Warn("saving the content cache's records")
+		}
+	}()
 	bundler, err := cache.NewBundler(cache.BundleOptions{Client: client, Content: content, TempDir: filepath.Join(cacheDir, "bundles"), Log: log})
 	if err != nil {
 		return err
@@ -215,6 +224,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 
 	done := make(chan struct{})
 	go func() { server.Wait(); close(done) }()
+	detached := false
 	for {
 		select {
 		case <-done:
@@ -226,23 +236,33 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 				log.Info("SIGHUP: cached listings dropped")
 				continue
 			}
+			if detached {
+				// Asked again while programs still hold files in the detached
+				// mount: end now (their next access fails).
+				log.WithField("signal", s.String()).Warn("ending while the detached mount is still in use")
+				return nil
+			}
 			log.WithField("signal", s.String()).Info("unmounting")
-			unmount(server, dir, log)
+			detached = unmount(server, dir, log)
 		}
 	}
 }
 
-// unmount ends the mount; when files are still open (EBUSY) it detaches it
-// lazily, so the daemon can end and the kernel finishes when they close.
-func unmount(server *fuse.Server, dir string, log logrus.FieldLogger) {
+// unmount ends the mount. When programs still use it (EBUSY) it detaches it
+// lazily: the path is free at once, and the daemon serves the programs still
+// inside until they leave, or until asked to stop again. It reports whether
+// it detached.
+func unmount(server *fuse.Server, dir string, log logrus.FieldLogger) bool {
 	err := server.Unmount()
 	if err == nil {
-		return
+		return false
 	}
-	log.WithError(err).Warn("unmount failed; detaching the mount lazily")
 	if err := lazyUnmount(dir); err != nil {
-		log.WithError(err).Error("lazy unmount failed")
+		log.WithError(err).Error("unmount failed")
+		return false
 	}
+	log.WithError(err).Warn("the mount is in use: detached it; serving the programs still inside until they leave (Ctrl-C again to end now)")
+	return true
 }
 
 func lazyUnmount(dir string) error {
@@ -256,36 +276,74 @@ func lazyUnmount(dir string) error {
 	return nil
 }
 
-// checkMountpoint refuses a missing, non-directory or non-empty mount point,
-// and clears a dead mount left by a crashed daemon.
+// checkMountpoint refuses a missing, non-directory, mounted or non-empty
+// mount point, and clears a dead mount left by a crashed daemon.
 func checkMountpoint(dir string, log logrus.FieldLogger) error {
-	_, err := os.Stat(dir)
+	names, err := firstName(dir)
 	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ECONNABORTED) {
+		// Reading the folder is what tells: a stat may be answered from the
+		// kernel's cache even for a dead mount.
 		log.WithField("mountpoint", dir).Warn("clearing a dead mount left by an earlier run (transport endpoint is not connected)")
 		if err := lazyUnmount(dir); err != nil {
 			return fmt.Errorf("mount point %s is a dead mount and clearing it failed: %w", dir, err)
 		}
-		_, err = os.Stat(dir)
+		names, err = firstName(dir)
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("mount point %s does not exist", dir)
 	}
 	if err != nil {
-		return fmt.Errorf("mount point: %w", err)
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("mount point: %w", err)
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("mount point %s is not a usable directory: %w", dir, err)
+	}
+	if isMountPoint(dir) {
+		return fmt.Errorf("mount point %s is already a mount (unmount it first: fusermount3 -u %s)", dir, dir)
 	}
 	if len(names) > 0 {
 		return fmt.Errorf("mount point %s is not empty", dir)
 	}
 	return nil
+}
+
+// firstName reads at most one name of a folder.
+func firstName(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return names, err
+}
+
+// isMountPoint reports whether something is mounted at dir (it lies on another
+// device than its parent).
+func isMountPoint(dir string) bool {
+	var st, parent syscall.Stat_t
+	if syscall.Stat(dir, &st) != nil || syscall.Stat(filepath.Join(dir, ".."), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
+}
+
+// lockCacheDir takes an exclusive lock on the cache dir, so two daemons never
+// share one cache (one would evict what the other serves). The lock goes with
+// the process.
+func lockCacheDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cache dir %s is in use by another orgfs mount (give this one its own --cache-dir)", dir)
+	}
+	return f, nil
 }
 
 // probe makes one cheap request, with few retries, so bad credentials or an
@@ -305,6 +363,9 @@ func probe(creds api.Credentials, log logrus.FieldLogger) error {
 		}
 		if api.IsUnauthorized(err) {
 			return fmt.Errorf("the service at %s refused the credentials: %w", creds.Endpoint, err)
+		}
+		if api.IsPermission(err) {
+			return fmt.Errorf("these credentials may not list the shared storage at %s: %w", creds.Endpoint, err)
 		}
 		return fmt.Errorf("cannot reach the service at %s: %w", creds.Endpoint, err)
 	}

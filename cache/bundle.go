@@ -80,6 +80,7 @@ type bundleJob struct {
 	waits        map[int64]chan struct{}
 	cancel       context.CancelFunc
 	lastInterest time.Time // guarded by Bundler.mu
+	waiting      int       // guarded by Bundler.mu; reads waiting now (never idle then)
 }
 
 // NewBundler makes a bundler.
@@ -87,6 +88,8 @@ func NewBundler(opts BundleOptions) (*Bundler, error) {
 	if opts.Client == nil || opts.Content == nil || opts.TempDir == "" {
 		return nil, errors.New("cache: a bundler needs a client, a content cache and a temp dir")
 	}
+	// ZIPs a run left behind (it ended while unpacking) are of no use.
+	os.RemoveAll(opts.TempDir)
 	if err := os.MkdirAll(opts.TempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -186,6 +189,11 @@ func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
 		total += x.Size
 	}
 	if len(chosen) < b.opts.MinFiles {
+		// Mostly cached already: do not scan the folder again on every open.
+		b.mu.Lock()
+		st.quietTill = now.Add(b.opts.Window)
+		st.opened = map[int64]time.Time{}
+		b.mu.Unlock()
 		return
 	}
 
@@ -229,19 +237,32 @@ func (b *Bundler) Wait(ctx context.Context, id int64) bool {
 	b.mu.Lock()
 	job, ok := b.byFile[id]
 	var ch chan struct{}
+	var f api.File
 	if ok {
 		ch = job.waits[id]
 		job.lastInterest = time.Now()
+		job.waiting++
+		for _, x := range job.files {
+			if x.ID == id {
+				f = x
+			}
+		}
 	}
 	b.mu.Unlock()
 	if !ok {
 		return false
 	}
+	defer func() {
+		b.mu.Lock()
+		job.waiting--
+		job.lastInterest = time.Now()
+		b.mu.Unlock()
+	}()
 	t := time.NewTimer(b.opts.WaitLimit)
 	defer t.Stop()
 	select {
 	case <-ch:
-		return true
+		return b.opts.Content.Complete(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
 	case <-t.C:
 		return false
 	case <-ctx.Done():
@@ -260,7 +281,7 @@ func (b *Bundler) watch(ctx context.Context, job *bundleJob) {
 			return
 		case <-tick.C:
 			b.mu.Lock()
-			idle := time.Since(job.lastInterest) > b.opts.Idle
+			idle := job.waiting == 0 && time.Since(job.lastInterest) > b.opts.Idle
 			b.mu.Unlock()
 			if idle {
 				b.opts.Log.WithField("folder_id", job.folder.ID).Debug("bundle: nobody waits for it any more, aborting")
@@ -366,7 +387,7 @@ func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
 		}
 		b.stats.files.Add(1)
 		b.mu.Lock()
-		if ch, ok := job.waits[f.ID]; ok {
+		if ch, ok := job.waits[f.ID]; ok && ch != closedChan { // a ZIP may hold a name twice
 			close(ch)
 			job.waits[f.ID] = closedChan
 			delete(b.byFile, f.ID)

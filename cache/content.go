@@ -42,10 +42,16 @@ type Meta struct {
 	ModTime time.Time `json:"mtime"`
 }
 
+// Same reports whether m and o are the same version (times compared as
+// instants, whatever their zone).
+func (m Meta) Same(o Meta) bool {
+	return m.ID == o.ID && m.Size == o.Size && m.ModTime.Equal(o.ModTime)
+}
+
 // ContentStats are the cache's counters.
 type ContentStats struct {
 	Entries    int   // files with an entry
-	Used       int64 // bytes of blocks present
+	Used       int64 // bytes present
 	MaxSize    int64
 	Evictions  int64 // entries evicted for the budget
 	Invalidate int64 // entries dropped because the file changed
@@ -64,7 +70,7 @@ type Content struct {
 
 	mu         sync.Mutex
 	lru        *simplelru.LRU[int64, *entry] // guarded by mu; oldest first
-	used       int64                         // guarded by mu
+	used       int64                         // guarded by mu; bytes present in all entries
 	evictions  int64                         // guarded by mu
 	invalidate int64                         // guarded by mu
 	closed     bool                          // guarded by mu
@@ -80,7 +86,8 @@ type entry struct {
 	meta     Meta     // guarded by mu
 	f        *os.File // guarded by mu; open while refs > 0
 	present  []uint64 // guarded by mu; bitmap of blocks present
-	nPresent int64    // guarded by mu
+	nPresent int64    // guarded by mu; blocks present
+	bytes    int64    // guarded by mu; bytes present (the last block may be short)
 	dirty    bool     // guarded by mu; bitmap changed since it was saved
 	lastUsed time.Time
 }
@@ -137,8 +144,30 @@ func (c *Content) recordPath(id int64) string {
 	return filepath.Join(c.dir, strconv.FormatInt(id, 10)+".json")
 }
 
+// sessionFile marks a cache in use, with the boot it is used in. Records are
+// saved without fsync: a daemon that dies leaves them good (the kernel still
+// has the data), but a machine that went down while the cache was in use may
+// have lost data that records claim, so such a cache starts empty.
+const sessionFile = ".session"
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}
+
 // load reads the records of a previous run.
 func (c *Content) load() error {
+	session := filepath.Join(c.dir, sessionFile)
+	boot := bootID()
+	if prev, err := os.ReadFile(session); err == nil && boot != "" && strings.TrimSpace(string(prev)) != boot {
+		c.log.Warn("cache: the machine went down while the cache was in use; starting it empty")
+		if err := c.clear(); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(session, []byte(boot+"\n"), 0o600); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
 	names, err := os.ReadDir(c.dir)
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
@@ -150,6 +179,10 @@ func (c *Content) load() error {
 	var all []loaded
 	for _, d := range names {
 		name := d.Name()
+		if strings.HasSuffix(name, ".tmp") {
+			os.Remove(filepath.Join(c.dir, name)) // a record being written when a run ended
+			continue
+		}
 		idText, ok := strings.CutSuffix(name, ".json")
 		if !ok {
 			if strings.HasSuffix(name, ".data") {
@@ -178,7 +211,21 @@ func (c *Content) load() error {
 	sort.Slice(all, func(i, j int) bool { return all[i].use.Before(all[j].use) })
 	for _, l := range all {
 		c.lru.Add(l.e.id, l.e)
-		c.used += l.e.nPresent * c.blockSize
+		c.used += l.e.bytes
+	}
+	return nil
+}
+
+// clear removes every entry's files.
+func (c *Content) clear() error {
+	names, err := os.ReadDir(c.dir)
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	for _, d := range names {
+		if n := d.Name(); strings.HasSuffix(n, ".data") || strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".tmp") {
+			os.Remove(filepath.Join(c.dir, n))
+		}
 	}
 	return nil
 }
@@ -210,6 +257,7 @@ func (c *Content) loadEntry(id int64) (*entry, error) {
 	for i := int64(0); i < n; i++ {
 		if e.has(i) {
 			e.nPresent++
+			e.bytes += c.blockLen(r.Meta.Size, i)
 		}
 	}
 	return e, nil
@@ -218,6 +266,11 @@ func (c *Content) loadEntry(id int64) (*entry, error) {
 // blocks is the number of blocks of a file of the given size.
 func (c *Content) blocks(size int64) int64 {
 	return (size + c.blockSize - 1) / c.blockSize
+}
+
+// blockLen is the length of block i of a file of the given size.
+func (c *Content) blockLen(size, i int64) int64 {
+	return max(0, min(c.blockSize, size-i*c.blockSize))
 }
 
 // BlockSize is the cache's block size.
@@ -251,23 +304,48 @@ func (c *Content) Acquire(m Meta) (*Handle, error) {
 		c.lru.Add(m.ID, e)
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.f == nil {
-		f, err := os.OpenFile(c.dataPath(m.ID), os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := c.openData(e)
 		if err != nil {
-			c.lru.Remove(m.ID)
-			return nil, fmt.Errorf("cache: %w", err)
-		}
-		if err := f.Truncate(m.Size); err != nil {
-			f.Close()
-			c.lru.Remove(m.ID)
+			e.mu.Unlock()
+			c.removeLocked(e)
 			return nil, fmt.Errorf("cache: %w", err)
 		}
 		e.f = f
 	}
 	e.refs++
 	e.lastUsed = time.Now()
+	e.dirty = true // the use is saved, so the LRU order survives a restart
+	e.mu.Unlock()
 	return &Handle{c: c, e: e}, nil
+}
+
+// openData opens an entry's data file. When the entry claims blocks but its
+// file has gone (removed by hand or by a cache cleaner), the claims are
+// dropped: zeros are never served as content. Called with c.mu and e.mu held.
+func (c *Content) openData(e *entry) (*os.File, error) {
+	if e.nPresent > 0 {
+		f, err := os.OpenFile(c.dataPath(e.id), os.O_RDWR, 0o600)
+		if err == nil {
+			if st, serr := f.Stat(); serr == nil && st.Size() == e.meta.Size {
+				return f, nil
+			}
+			f.Close()
+		}
+		c.used -= e.bytes
+		e.nPresent, e.bytes = 0, 0
+		clear(e.present)
+		os.Remove(c.dataPath(e.id))
+	}
+	f, err := os.OpenFile(c.dataPath(e.id), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(e.meta.Size); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // Complete reports whether the cache holds the whole content of version m,
@@ -300,11 +378,9 @@ func (c *Content) Invalidate(id int64) {
 func (c *Content) removeLocked(e *entry) {
 	c.lru.Remove(e.id)
 	e.mu.Lock()
-	c.used -= e.nPresent * c.blockSize
-	e.nPresent = 0
-	for i := range e.present {
-		e.present[i] = 0
-	}
+	c.used -= e.bytes
+	e.nPresent, e.bytes = 0, 0
+	clear(e.present)
 	e.dirty = false
 	e.mu.Unlock()
 	// Unlinked now even when in use: the holders keep reading their open file,
@@ -345,12 +421,16 @@ func (c *Content) Stats() ContentStats {
 	return ContentStats{Entries: c.lru.Len(), Used: c.used, MaxSize: c.maxSize, Evictions: c.evictions, Invalidate: c.invalidate}
 }
 
-// Close saves every entry's record. Handles still held keep working on their
-// open files but are no longer saved.
+// Close saves every entry's record and marks the cache closed cleanly.
+// Handles still held keep working on their open files but are no longer saved.
 func (c *Content) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
 	c.closed = true
+	defer os.Remove(filepath.Join(c.dir, sessionFile))
 	var first error
 	for _, id := range c.lru.Keys() {
 		e, _ := c.lru.Peek(id)
@@ -511,16 +591,17 @@ func (h *Handle) markPresent(first, last int64) {
 		for i := first; i <= last; i++ {
 			if !e.has(i) {
 				e.present[i/64] |= 1 << (i % 64)
-				added++
+				e.nPresent++
+				added += c.blockLen(e.meta.Size, i)
 			}
 		}
 		if added > 0 {
-			e.nPresent += added
+			e.bytes += added
 			e.dirty = true
 		}
 	}
 	e.mu.Unlock()
-	c.used += added * c.blockSize
+	c.used += added
 	c.evictLocked()
 }
 

@@ -71,7 +71,7 @@ func TestBlocksAndRead(t *testing.T) {
 	if _, err := h.ReadAt(buf, testBlock-50); err != nil || !bytes.Equal(buf, data[testBlock-50:testBlock+50]) {
 		t.Fatalf("read across a block boundary differs (%v)", err)
 	}
-	if st := c.Stats(); st.Used != 4*testBlock || st.Entries != 1 {
+	if st := c.Stats(); st.Used != m.Size || st.Entries != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -131,7 +131,7 @@ func TestRemountReusesValidEntriesAndDropsChanged(t *testing.T) {
 	}
 
 	c2 := openTest(t, dir, 0)
-	if st := c2.Stats(); st.Entries != 3 || st.Used != 7*testBlock {
+	if st := c2.Stats(); st.Entries != 3 || st.Used != 2*int64(len(data))+testBlock {
 		t.Fatalf("after reopen: %+v", st)
 	}
 	same, _ := c2.Acquire(Meta{ID: 10, Size: int64(len(data)), ModTime: mtime})
@@ -232,5 +232,77 @@ func TestDirsPutAndRemoveEditTheCachedListing(t *testing.T) {
 	d.Put(DirKey{Area: Area{Kind: Shared}, ID: 99}, api.File{ID: 5})
 	if _, ok := d.dirs[DirKey{Area: Area{Kind: Shared}, ID: 99}]; ok {
 		t.Fatal("Put cached a folder that was not listed")
+	}
+}
+
+func TestSmallFilesCountTheirBytes(t *testing.T) {
+	c := openTest(t, t.TempDir(), 10*testBlock)
+	for id := int64(1); id <= 20; id++ {
+		h, _ := c.Acquire(Meta{ID: id, Size: 1000})
+		if err := h.WriteAll(bytes.NewReader(randBytes(1000, id))); err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+	}
+	if st := c.Stats(); st.Used != 20000 || st.Evictions != 0 {
+		t.Fatalf("20 files of 1000 bytes: %+v", st)
+	}
+}
+
+func TestMissingDataFileIsNotServedAsZeros(t *testing.T) {
+	c := openTest(t, t.TempDir(), 0)
+	data := randBytes(2*testBlock, 8)
+	m := Meta{ID: 3, Size: int64(len(data))}
+	h, _ := c.Acquire(m)
+	fill(t, h, data)
+	h.Release()
+	os.Remove(c.dataPath(3)) // a cache cleaner, or another process
+	h, err := c.Acquire(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	if h.Complete() || len(h.Missing(0, m.Size)) != 2 {
+		t.Fatal("an entry whose data file vanished still claims its blocks")
+	}
+	if st := c.Stats(); st.Used != 0 {
+		t.Fatalf("used %d after the data vanished", st.Used)
+	}
+}
+
+func TestCacheFromAnotherBootStartsEmpty(t *testing.T) {
+	if bootID() == "" {
+		t.Skip("no boot id on this system")
+	}
+	dir := t.TempDir()
+	c := openTest(t, dir, 0)
+	h, _ := c.Acquire(Meta{ID: 1, Size: 5})
+	h.WriteAll(bytes.NewReader([]byte("hello")))
+	h.Release()
+	// The daemon dies (no Close): same boot, the entry is reused.
+	c2 := openTest(t, dir, 0)
+	if c2.Stats().Entries != 1 {
+		t.Fatal("a cache left by a crashed daemon on the same boot was dropped")
+	}
+	// The machine went down: the session file names another boot.
+	os.WriteFile(filepath.Join(dir, sessionFile), []byte("another-boot\n"), 0o600)
+	c3 := openTest(t, dir, 0)
+	if st := c3.Stats(); st.Entries != 0 {
+		t.Fatalf("a cache from another boot was reused: %+v", st)
+	}
+	c3.Close()
+	if _, err := os.Stat(filepath.Join(dir, sessionFile)); !os.IsNotExist(err) {
+		t.Fatal("a clean close left the session mark")
+	}
+}
+
+func TestFetcherChunkFitsASmallReadAhead(t *testing.T) {
+	c := openTest(t, t.TempDir(), 0)
+	f, err := NewFetcher(FetcherOptions{Client: &api.Client{}, Content: c, ReadAhead: 4 * testBlock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.chunk > f.readAhead/2 || f.chunk < testBlock {
+		t.Fatalf("chunk %d with read-ahead %d: read-ahead would never start", f.chunk, f.readAhead)
 	}
 }

@@ -71,6 +71,7 @@ type Dirs struct {
 	dirs  map[DirKey]*Listing // guarded by mu
 	seats *seatList           // guarded by mu
 	gen   uint64              // guarded by mu; bumped by DropAll, so a fetch begun before it is not stored
+	adds  int                 // guarded by mu; listings stored since the last pruning
 
 	group singleflight.Group
 	stats struct{ listings, seatLists, hits atomic.Int64 }
@@ -107,7 +108,9 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 	}
 	gen := d.gen
 	d.mu.Unlock()
-	v, err, _ := d.group.Do(fmt.Sprintf("%d/%d/%d", key.Area.Kind, key.Area.MachineID, key.ID), func() (any, error) {
+	// The generation is part of the key: a listing asked for after DropAll
+	// never joins a fetch begun before it.
+	v, err, _ := d.group.Do(fmt.Sprintf("%d/%d/%d/%d", gen, key.Area.Kind, key.Area.MachineID, key.ID), func() (any, error) {
 		fetched := d.now()
 		files, err := d.fetch(context.WithoutCancel(ctx), key)
 		if err != nil {
@@ -118,6 +121,7 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 		d.mu.Lock()
 		if d.gen == gen {
 			d.dirs[key] = l
+			d.pruneLocked()
 		}
 		d.mu.Unlock()
 		return l, nil
@@ -152,7 +156,7 @@ func (d *Dirs) Seats(ctx context.Context) ([]api.Seat, error) {
 	}
 	gen := d.gen
 	d.mu.Unlock()
-	v, err, _ := d.group.Do("seats", func() (any, error) {
+	v, err, _ := d.group.Do(fmt.Sprintf("seats/%d", gen), func() (any, error) {
 		fetched := d.now()
 		seats, err := api.Collect(d.client.Seats(context.WithoutCancel(ctx), ""))
 		if err != nil {
@@ -170,6 +174,21 @@ func (d *Dirs) Seats(ctx context.Context) ([]api.Seat, error) {
 		return nil, err
 	}
 	return v.([]api.Seat), nil
+}
+
+// pruneLocked forgets expired listings now and then, so a walk over a large
+// tree does not keep every folder in memory for the life of the mount.
+func (d *Dirs) pruneLocked() {
+	d.adds++
+	if d.adds < 1024 {
+		return
+	}
+	d.adds = 0
+	for k, l := range d.dirs {
+		if !d.fresh(l.Fetched) {
+			delete(d.dirs, k)
+		}
+	}
 }
 
 // Drop forgets one folder's listing.

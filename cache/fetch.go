@@ -18,17 +18,17 @@ import (
 	"github.com/orgfs/orgfs/api"
 )
 
-// Lock order: Reader.mu, then Content.mu, then entry.mu. No lock is held
-// across a request.
+// Lock order: Fetcher.mu, then Reader.mu, then fileFetch.mu, then Content.mu,
+// then entry.mu. No lock is held across a request.
 
 // FetcherOptions configures a Fetcher. Zero values take the defaults.
 type FetcherOptions struct {
 	Client    *api.Client
 	Content   *Content
 	Transfers int      // range requests in flight at once, all files together; default 32
-	PerFile   int      // range requests in flight for one open file; default 16
+	PerFile   int      // range requests in flight for one file; default 16
 	ReadAhead int64    // how far sequential reading fetches ahead, at most; default 128 MiB
-	ChunkSize int64    // bytes of one range request, at most; default 8 MiB
+	ChunkSize int64    // bytes of one range request, at most; default 8 MiB (and at most half the read-ahead)
 	Bundler   *Bundler // optional: reads of files a bundle brings wait for it
 	Now       func() time.Time
 	Log       logrus.FieldLogger
@@ -45,8 +45,13 @@ type FetchStats struct {
 	AheadFetches  int64 // range requests started by read-ahead
 }
 
+// ErrChanged is the error of a read whose file no longer matches its listing
+// on the service (the object is shorter than the listed size).
+var ErrChanged = errors.New("the file changed on the service")
+
 // Fetcher fetches file content into the content cache with ranged GETs of
-// presigned URLs, for every open file of the mount.
+// presigned URLs, for every open file of the mount. Readers of the same file
+// version share its fetches.
 type Fetcher struct {
 	// dependencies
 	client  *api.Client
@@ -64,6 +69,9 @@ type Fetcher struct {
 	group singleflight.Group          // one URL request per file at a time
 	bufs  sync.Pool                   // block buffers
 
+	mu    sync.Mutex
+	files map[int64]*fileFetch // guarded by mu; the latest version of each open file
+
 	stats struct{ urls, ranges, bytes, renewals, errors, random, ahead atomic.Int64 }
 }
 
@@ -77,6 +85,7 @@ type urlEntry struct {
 const (
 	urlMargin      = 2 * time.Minute
 	urlDefaultLife = 30 * time.Minute
+	urlTimeout     = time.Minute
 )
 
 // NewFetcher makes a fetcher.
@@ -97,6 +106,9 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 		opts.ChunkSize = 8 << 20
 	}
 	bs := opts.Content.BlockSize()
+	// A chunk is whole blocks, and at most half the window, so a small
+	// --read-ahead still reads ahead.
+	opts.ChunkSize = min(opts.ChunkSize, opts.ReadAhead/2)
 	opts.ChunkSize = max(bs, opts.ChunkSize/bs*bs)
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -113,7 +125,7 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 	f := &Fetcher{
 		client: opts.Client, content: opts.Content, bundler: opts.Bundler, log: opts.Log, now: opts.Now,
 		perFile: opts.PerFile, readAhead: opts.ReadAhead, chunk: opts.ChunkSize,
-		sem: semaphore.NewWeighted(int64(opts.Transfers)), urls: urls,
+		sem: semaphore.NewWeighted(int64(opts.Transfers)), urls: urls, files: map[int64]*fileFetch{},
 	}
 	f.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return f, nil
@@ -130,7 +142,8 @@ func (f *Fetcher) Stats() FetchStats {
 
 // url returns a presigned URL of file id, from the cache while it is good.
 // stale, when not empty, is a URL the object store refused: it is dropped and
-// a new one asked for.
+// a new one asked for. The request is shared by every caller and runs on no
+// caller's context, so one reader giving up does not fail the others.
 func (f *Fetcher) url(ctx context.Context, id int64, stale string) (string, error) {
 	if e, ok := f.urls.Get(id); ok {
 		if e.url == stale {
@@ -139,12 +152,14 @@ func (f *Fetcher) url(ctx context.Context, id int64, stale string) (string, erro
 			return e.url, nil
 		}
 	}
-	v, err, _ := f.group.Do(fmt.Sprint(id), func() (any, error) {
+	ch := f.group.DoChan(fmt.Sprint(id), func() (any, error) {
 		if e, ok := f.urls.Get(id); ok && e.url != stale && f.now().Add(urlMargin).Before(e.expires) {
 			return e.url, nil
 		}
 		f.stats.urls.Add(1)
-		link, err := f.client.FileURL(ctx, id)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), urlTimeout)
+		defer cancel()
+		link, err := f.client.FileURL(rctx, id)
 		if err != nil {
 			return "", err
 		}
@@ -158,47 +173,58 @@ func (f *Fetcher) url(ctx context.Context, id int64, stale string) (string, erro
 		f.urls.Add(id, urlEntry{link.URL, exp})
 		return link.URL, nil
 	})
-	if err != nil {
-		return "", err
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return "", res.Err
+		}
+		return res.Val.(string), nil
+	case <-ctx.Done():
+		return "", ctx.Err()
 	}
-	return v.(string), nil
 }
 
-// ForgetURL drops the cached URL of a file (it changed or was deleted).
-func (f *Fetcher) ForgetURL(id int64) { f.urls.Remove(id) }
+// Forget drops what the fetcher holds of a file id: its cached URL, and its
+// cache entry (the file changed or was deleted).
+func (f *Fetcher) Forget(id int64) {
+	f.urls.Remove(id)
+	f.content.Invalidate(id)
+}
 
-// Open starts reading one version of a file. The reader holds the file's cache
-// entry (so it is not evicted) until Close.
+// Open starts reading one version of a file. The file's cache entry is held
+// (not evicted) until every reader of it is closed.
 func (f *Fetcher) Open(m Meta) (*Reader, error) {
-	h, err := f.content.Acquire(m)
-	if err != nil {
-		return nil, err
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ff := f.files[m.ID]
+	if ff == nil || !ff.meta.Same(m) {
+		h, err := f.content.Acquire(m)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ff = &fileFetch{f: f, h: h, meta: m, ctx: ctx, cancel: cancel, pending: map[int64]*pendingBlock{}}
+		f.files[m.ID] = ff
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Reader{f: f, h: h, meta: m, ctx: ctx, cancel: cancel, pending: map[int64]*pendingBlock{}}, nil
+	ff.readers++
+	return &Reader{ff: ff}, nil
 }
 
-// Reader reads one open file through the cache: cached blocks from disk,
-// missing ones fetched, and, while the reading is sequential, blocks ahead of
-// it fetched in parallel before they are asked for.
-type Reader struct {
+// fileFetch is the fetching state of one open file version, shared by its readers.
+type fileFetch struct {
 	// dependencies
 	f      *Fetcher
 	h      *Handle
 	meta   Meta
-	ctx    context.Context // read-ahead fetches run on it; Close cancels it
+	ctx    context.Context // fetches run on it; cancelled when the last reader closes
 	cancel context.CancelFunc
+
+	readers int // guarded by Fetcher.mu
 
 	mu      sync.Mutex
 	pending map[int64]*pendingBlock // guarded by mu; blocks being fetched
 	ops     int                     // guarded by mu; fetches in flight
-	next    int64                   // guarded by mu; where a sequential read would go on
-	window  int64                   // guarded by mu; read-ahead window, 0 while reading at random
-	ahead   int64                   // guarded by mu; read-ahead is started up to this offset
-	closed  bool                    // guarded by mu
 	wg      sync.WaitGroup          // fetches running
-
-	bundleAsked atomic.Bool // the bundler was asked about this file once
 }
 
 // pendingBlock is a block some fetch will fill; done closes when it is
@@ -212,96 +238,143 @@ type pendingBlock struct {
 // fetchOp is one ranged GET of blocks first..last.
 type fetchOp struct {
 	first, last int64
-	ahead       bool               // read-ahead: runs until the reader closes
+	ahead       bool               // read-ahead: runs until the file's last reader closes
 	cancel      context.CancelFunc // demand fetches: cancelled when every waiter left
-	waiters     int                // guarded by Reader.mu
+	waiters     int                // guarded by fileFetch.mu
+}
+
+// errOpCancelled ends the waits of a fetch every waiter of which gave up; a
+// read that joined it just then plans again.
+var errOpCancelled = errors.New("cache: fetch cancelled")
+
+// Reader reads one open file through the cache: cached blocks from disk,
+// missing ones fetched, and, while its reading is sequential, blocks ahead of
+// it fetched in parallel before they are asked for.
+type Reader struct {
+	ff *fileFetch
+
+	mu     sync.Mutex
+	next   int64 // guarded by mu; where a sequential read would go on
+	window int64 // guarded by mu; read-ahead window, 0 while reading at random
+	ahead  int64 // guarded by mu; read-ahead is started up to this offset
+	closed bool  // guarded by mu
+
+	bundleAsked atomic.Bool // the bundler was asked about this file once
 }
 
 // Handle is the cache entry the reader holds.
-func (r *Reader) Handle() *Handle { return r.h }
+func (r *Reader) Handle() *Handle { return r.ff.h }
 
-// ReadAt reads len(p) bytes at off (fewer at the end of the file). ctx is the
-// reader's request: when it is cancelled the read returns and the fetches only
-// it waited for are cancelled.
+// File is the cache file holding the content: bytes that Ready reported are
+// in it at their offsets, so a caller may read (or splice) them itself.
+func (r *Reader) File() *os.File { return r.ff.h.File() }
+
+// ReadAt reads len(p) bytes at off (fewer at the end of the file).
 func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	n, err := r.Ready(ctx, off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
-	got, err := r.h.ReadAt(p[:n], off)
+	got, err := r.ff.h.ReadAt(p[:n], off)
 	if err != nil && !(errors.Is(err, io.EOF) && int64(got) == n) {
 		return got, err
 	}
 	return got, nil
 }
 
-// File is the cache file holding the content: bytes that Ready reported are
-// in it at their offsets, so a caller may read (or splice) them itself.
-func (r *Reader) File() *os.File { return r.h.File() }
-
-// Ready makes bytes [off, off+n) present in the cache file, fetching what is
-// missing (and reading ahead), and returns how many of them the file has
-// (fewer at its end; io.EOF at or past it). ctx is the reader's request: when
-// it is cancelled Ready returns and the fetches only it waited for are
-// cancelled.
+// Ready makes bytes [off, off+want) present in the cache file, fetching what
+// is missing (and reading ahead), and returns how many of them the file has:
+// fewer at its end, and io.EOF only at or past it (a failed fetch is never an
+// io.EOF). ctx is the reader's request: when it is cancelled Ready returns and
+// the fetches only it waited for are cancelled.
 func (r *Reader) Ready(ctx context.Context, off, want int64) (int64, error) {
-	size := r.meta.Size
+	ff := r.ff
+	size := ff.meta.Size
 	if off >= size || want <= 0 {
 		return 0, io.EOF
 	}
 	n := min(want, size-off)
-	if r.f.bundler != nil && !r.bundleAsked.Swap(true) && r.f.bundler.Covers(r.meta.ID) && !r.h.Complete() {
+	if b := ff.f.bundler; b != nil && !r.bundleAsked.Swap(true) && b.Covers(ff.meta.ID) && !ff.h.Complete() {
 		// A bundle brings this file: wait for it rather than fetch the file
 		// alone (unless it fails or is slow).
-		r.f.bundler.Wait(ctx, r.meta.ID)
+		b.Wait(ctx, ff.meta.ID)
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
 	}
-	waits, err := r.plan(off, n)
+	for attempt := 0; ; attempt++ {
+		err := r.wait(ctx, off, n, attempt == 0)
+		if err == nil {
+			return n, nil
+		}
+		// A fetch this read joined was cancelled by others giving up, or a
+		// read-ahead failed: plan again (a fetch of our own then runs).
+		var retry bool
+		if errors.Is(err, errOpCancelled) || errors.Is(err, context.Canceled) {
+			retry = ctx.Err() == nil
+		}
+		if !retry || attempt >= 3 {
+			return 0, err
+		}
+	}
+}
+
+// wait plans the read and waits for its blocks.
+func (r *Reader) wait(ctx context.Context, off, n int64, first bool) error {
+	waits, err := r.plan(off, n, first)
 	if err != nil {
-		return 0, err
+		return err
 	}
+	defer r.ff.leave(waits)
 	for _, w := range waits {
 		select {
 		case <-w.done:
 			if w.err != nil {
-				r.leave(waits)
-				return 0, w.err
+				return w.err
 			}
 		case <-ctx.Done():
-			r.leave(waits)
-			return 0, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	r.leave(waits)
-	return n, nil
+	return nil
 }
 
 // plan starts the fetches a read at [off, off+n) needs, and the read-ahead
 // after it, and returns the blocks to wait for; the read is counted once as a
-// waiter of each fetch it waits on.
-func (r *Reader) plan(off, n int64) ([]*pendingBlock, error) {
+// waiter of each fetch it waits on. first is false when the same read plans
+// again (it then does not move the read-ahead window).
+func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
+	ff := r.ff
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, errors.New("cache: reader closed")
 	}
-	// Sequential when the read starts where the last ended, or within a block
-	// of it (the kernel may reorder its reads a little).
-	bs := r.f.content.BlockSize()
-	if (r.next == 0 && off == 0) || (r.next > 0 && off >= r.next-bs && off <= r.next+bs) {
-		r.window = min(max(2*r.window, 2*r.f.chunk), r.f.readAhead)
-	} else {
-		r.f.stats.random.Add(1)
-		r.window = 0
-		r.ahead = 0
+	bs := ff.f.content.BlockSize()
+	if first {
+		// Sequential when the read starts where the last ended, or within a
+		// block of it (the kernel may reorder its reads a little).
+		if (r.next == 0 && off == 0) || (r.next > 0 && off >= r.next-bs && off <= r.next+bs) {
+			r.window = min(max(2*r.window, 2*ff.f.chunk), ff.f.readAhead)
+		} else {
+			ff.f.stats.random.Add(1)
+			r.window = 0
+			r.ahead = 0
+		}
+		r.next = max(r.next, off+n)
+		if r.window == 0 {
+			r.next = off + n
+		}
 	}
-	r.next = off + n
 
-	missing := r.h.Missing(off, n)
-	r.startRunsLocked(missing, false, -1)
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	missing := ff.h.Missing(off, n)
+	ff.startRunsLocked(missing, false, -1)
 	var waits []*pendingBlock
 	ops := map[*fetchOp]bool{}
 	for _, b := range missing {
-		pb, ok := r.pending[b]
+		pb, ok := ff.pending[b]
 		if !ok {
 			continue // fetched meanwhile
 		}
@@ -315,12 +388,12 @@ func (r *Reader) plan(off, n int64) ([]*pendingBlock, error) {
 		// Read ahead in whole chunks: as the window slides a read at a time,
 		// waiting for a chunk's worth keeps every request large.
 		start := max(off+n, r.ahead)
-		end := min(off+n+r.window, r.meta.Size)
-		if end < r.meta.Size {
-			end = start + (end-start)/r.f.chunk*r.f.chunk
+		end := min(off+n+r.window, ff.meta.Size)
+		if end < ff.meta.Size {
+			end = start + (end-start)/ff.f.chunk*ff.f.chunk
 		}
 		if start < end {
-			r.ahead = r.startRunsLocked(r.h.Missing(start, end-start), true, r.f.perFile)
+			r.ahead = ff.startRunsLocked(ff.h.Missing(start, end-start), true, ff.f.perFile)
 			if r.ahead < 0 {
 				r.ahead = end
 			}
@@ -331,89 +404,97 @@ func (r *Reader) plan(off, n int64) ([]*pendingBlock, error) {
 
 // startRunsLocked fetches the given missing blocks that are not pending yet,
 // grouped into runs of contiguous blocks of at most a chunk. With limit >= 0
-// it stops when the reader has that many fetches in flight and returns the
+// it stops when the file has that many fetches in flight and returns the
 // offset of the first block it left; otherwise it returns -1.
-func (r *Reader) startRunsLocked(blocks []int64, ahead bool, limit int) int64 {
-	bs := r.f.content.BlockSize()
+func (ff *fileFetch) startRunsLocked(blocks []int64, ahead bool, limit int) int64 {
+	bs := ff.f.content.BlockSize()
 	var run []int64
 	for i, b := range blocks {
-		if _, ok := r.pending[b]; ok {
+		if _, ok := ff.pending[b]; ok {
 			continue
 		}
-		if len(run) > 0 && (run[len(run)-1] != b-1 || int64(len(run))*bs >= r.f.chunk) {
-			r.startLocked(run[0], run[len(run)-1], ahead)
+		if len(run) > 0 && (run[len(run)-1] != b-1 || int64(len(run))*bs >= ff.f.chunk) {
+			ff.startLocked(run[0], run[len(run)-1], ahead)
 			run = run[:0]
 		}
-		if limit >= 0 && r.ops >= limit {
+		if limit >= 0 && ff.ops >= limit {
 			return blocks[i] * bs
 		}
 		run = append(run, b)
 	}
 	if len(run) > 0 {
-		r.startLocked(run[0], run[len(run)-1], ahead)
+		ff.startLocked(run[0], run[len(run)-1], ahead)
 	}
 	return -1
 }
 
 // startLocked registers blocks first..last as pending and fetches them.
-func (r *Reader) startLocked(first, last int64, ahead bool) {
+func (ff *fileFetch) startLocked(first, last int64, ahead bool) {
 	op := &fetchOp{first: first, last: last, ahead: ahead}
-	ctx := r.ctx
+	ctx := ff.ctx
 	if !ahead {
-		ctx, op.cancel = context.WithCancel(r.ctx)
+		ctx, op.cancel = context.WithCancel(ff.ctx)
 	}
 	for b := first; b <= last; b++ {
-		r.pending[b] = &pendingBlock{done: make(chan struct{}), op: op}
+		ff.pending[b] = &pendingBlock{done: make(chan struct{}), op: op}
 	}
-	r.ops++
+	ff.ops++
 	if ahead {
-		r.f.stats.ahead.Add(1)
+		ff.f.stats.ahead.Add(1)
 	}
-	r.wg.Add(1)
-	go r.run(ctx, op)
+	ff.wg.Add(1)
+	go ff.run(ctx, op)
 }
 
-// leave ends a read's wait on blocks; a demand fetch nobody waits for any
-// more is cancelled.
-func (r *Reader) leave(waits []*pendingBlock) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// leave ends a read's wait on blocks. A demand fetch nobody waits for any more
+// is cancelled, and its blocks stop being pending at once, so a read arriving
+// now starts a fetch of its own instead of joining the cancelled one.
+func (ff *fileFetch) leave(waits []*pendingBlock) {
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
 	seen := map[*fetchOp]bool{}
 	for _, w := range waits {
-		if seen[w.op] {
+		op := w.op
+		if seen[op] {
 			continue
 		}
-		seen[w.op] = true
-		w.op.waiters--
-		if w.op.waiters == 0 && w.op.cancel != nil {
-			// Done, or every reader waiting for it gave up (Ctrl-C): its
-			// unfetched blocks go back to missing.
-			w.op.cancel()
+		seen[op] = true
+		op.waiters--
+		if op.waiters > 0 || op.cancel == nil {
+			continue
+		}
+		op.cancel()
+		for b := op.first; b <= op.last; b++ {
+			if pb, ok := ff.pending[b]; ok && pb.op == op {
+				delete(ff.pending, b)
+				pb.err = errOpCancelled
+				close(pb.done)
+			}
 		}
 	}
 }
 
 // run fetches one op's blocks, writing each to the cache as it arrives, and
-// resolves their waiters. A URL the object store refuses is renewed once.
-func (r *Reader) run(ctx context.Context, op *fetchOp) {
-	defer r.wg.Done()
-	err := r.fetch(ctx, op)
+// resolves their waiters.
+func (ff *fileFetch) run(ctx context.Context, op *fetchOp) {
+	defer ff.wg.Done()
+	err := ff.fetch(ctx, op)
 	if err != nil && ctx.Err() == nil {
-		r.f.stats.errors.Add(1)
-		r.f.log.WithError(err).WithField("file_id", r.meta.ID).Warn("cache: fetching file content failed")
+		ff.f.stats.errors.Add(1)
+		ff.f.log.WithError(err).WithField("file_id", ff.meta.ID).Warn("cache: fetching file content failed")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ops--
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	ff.ops--
 	for b := op.first; b <= op.last; b++ {
-		pb, ok := r.pending[b]
+		pb, ok := ff.pending[b]
 		if !ok || pb.op != op {
 			continue
 		}
-		delete(r.pending, b)
+		delete(ff.pending, b)
 		pb.err = err
 		if pb.err == nil {
-			pb.err = fmt.Errorf("cache: block %d of file %d was not fetched", b, r.meta.ID)
+			pb.err = fmt.Errorf("cache: block %d of file %d was not fetched", b, ff.meta.ID)
 		}
 		close(pb.done)
 	}
@@ -422,76 +503,85 @@ func (r *Reader) run(ctx context.Context, op *fetchOp) {
 	}
 }
 
-func (r *Reader) fetch(ctx context.Context, op *fetchOp) error {
-	if err := r.f.sem.Acquire(ctx, 1); err != nil {
-		return err
-	}
-	defer r.f.sem.Release(1)
+// fetch runs one op: the URL first (no transfer slot is held while asking
+// for it), then the range; a URL the object store refuses is renewed once.
+func (ff *fileFetch) fetch(ctx context.Context, op *fetchOp) error {
 	stale := ""
 	for attempt := 0; ; attempt++ {
-		url, err := r.f.url(ctx, r.meta.ID, stale)
+		url, err := ff.f.url(ctx, ff.meta.ID, stale)
 		if err != nil {
 			return err
 		}
-		err = r.fetchRange(ctx, op, url)
+		if err := ff.f.sem.Acquire(ctx, 1); err != nil {
+			return err
+		}
+		err = ff.fetchRange(ctx, op, url)
+		ff.f.sem.Release(1)
 		if err == nil {
 			return nil
 		}
 		if api.IsURLExpired(err) && attempt == 0 {
-			r.f.stats.renewals.Add(1)
+			ff.f.stats.renewals.Add(1)
 			stale = url
 			continue
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// The object ended before the size its listing gives: never
+			// pass that off as the end of the file.
+			return fmt.Errorf("cache: file %d: %w (%v)", ff.meta.ID, ErrChanged, err)
 		}
 		return err
 	}
 }
 
 // fetchRange streams the op's missing blocks from url into the cache.
-func (r *Reader) fetchRange(ctx context.Context, op *fetchOp, url string) error {
+func (ff *fileFetch) fetchRange(ctx context.Context, op *fetchOp, url string) error {
+	h := ff.h
 	first := op.first
-	for first <= op.last && r.h.Has(first) {
-		r.resolve(first, op)
+	for first <= op.last && h.Has(first) {
+		ff.resolve(first, op)
 		first++
 	}
 	if first > op.last {
 		return nil
 	}
-	off, _ := r.h.BlockRange(first)
-	lastOff, lastN := r.h.BlockRange(op.last)
-	r.f.stats.ranges.Add(1)
-	body, err := r.f.client.ReadRange(ctx, url, off, lastOff+lastN-off)
+	off, _ := h.BlockRange(first)
+	lastOff, lastN := h.BlockRange(op.last)
+	ff.f.stats.ranges.Add(1)
+	body, err := ff.f.client.ReadRange(ctx, url, off, lastOff+lastN-off)
 	if err != nil {
 		return err
 	}
 	defer body.Close()
-	bp := r.f.bufs.Get().(*[]byte)
-	defer r.f.bufs.Put(bp)
+	bp := ff.f.bufs.Get().(*[]byte)
+	defer ff.f.bufs.Put(bp)
 	for b := first; b <= op.last; b++ {
-		_, n := r.h.BlockRange(b)
+		_, n := h.BlockRange(b)
 		buf := (*bp)[:n]
 		if _, err := io.ReadFull(body, buf); err != nil {
-			return fmt.Errorf("cache: reading block %d of file %d: %w", b, r.meta.ID, err)
+			return fmt.Errorf("reading block %d: %w", b, err)
 		}
-		if err := r.h.WriteBlock(b, buf); err != nil {
+		if err := h.WriteBlock(b, buf); err != nil {
 			return err
 		}
-		r.f.stats.bytes.Add(n)
-		r.resolve(b, op)
+		ff.f.stats.bytes.Add(n)
+		ff.resolve(b, op)
 	}
 	return nil
 }
 
 // resolve wakes the waiters of block b, now present.
-func (r *Reader) resolve(b int64, op *fetchOp) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if pb, ok := r.pending[b]; ok && pb.op == op {
-		delete(r.pending, b)
+func (ff *fileFetch) resolve(b int64, op *fetchOp) {
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	if pb, ok := ff.pending[b]; ok && pb.op == op {
+		delete(ff.pending, b)
 		close(pb.done)
 	}
 }
 
-// Close cancels the reader's fetches and releases its cache entry.
+// Close ends this reader. The last reader of a file version cancels its
+// fetches and releases its cache entry.
 func (r *Reader) Close() {
 	r.mu.Lock()
 	if r.closed {
@@ -500,7 +590,17 @@ func (r *Reader) Close() {
 	}
 	r.closed = true
 	r.mu.Unlock()
-	r.cancel()
-	r.wg.Wait()
-	r.h.Release()
+	ff, f := r.ff, r.ff.f
+	f.mu.Lock()
+	ff.readers--
+	last := ff.readers == 0
+	if last && f.files[ff.meta.ID] == ff {
+		delete(f.files, ff.meta.ID)
+	}
+	f.mu.Unlock()
+	if last {
+		ff.cancel()
+		ff.wg.Wait()
+		ff.h.Release()
+	}
 }

@@ -783,3 +783,107 @@ func TestInterruptedReadCancelsRequests(t *testing.T) {
 		t.Errorf("the whole file (%d bytes) was fetched for an interrupted reader", sent)
 	}
 }
+
+func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	root := e.root(0)
+	data := randomData(3000, 1)
+	e.put(0, root, "grow.bin", data)
+	f, err := os.Open(e.path("shared", "grow.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files, _ := e.client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
+	rec := files[0]
+	// The service lists the same file (same id) with another size and time.
+	rec.Size, rec.LastModified = 9000, rec.LastModified.Add(time.Minute)
+	e.dirs.Put(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, rec)
+	time.Sleep(1100 * time.Millisecond) // the kernel's attribute cache
+	st, err := os.Stat(e.path("shared", "grow.bin"))
+	if err != nil || st.Size() != 9000 {
+		t.Fatalf("stat after the listing changed: %v, %v", st, err)
+	}
+	fst, err := f.Stat()
+	if err != nil || fst.Size() != 9000 || !fst.ModTime().Equal(rec.LastModified) {
+		t.Fatalf("fstat of the open file: size %d mtime %v (%v); the known inode was not updated", fst.Size(), fst.ModTime(), err)
+	}
+	// The object holds 3000 bytes, the listing says 9000: reading past the
+	// object's end is an error, never a silent short file.
+	g, err := os.Open(e.path("shared", "grow.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	_, err = io.ReadAll(g)
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("reading a file shorter than listed: %v, want EIO", err)
+	}
+}
+
+func TestDefaultPermissionsWithAllowOther(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.put(0, e.root(0), "secret.txt", []byte("only root"))
+	// A second mount of the same service with --allow-other and umask 077.
+	tree := New(Deps{Client: e.client, Dirs: cache.NewDirs(e.client, time.Minute, nil), Fetcher: e.fetcher, Log: testLogger(t)},
+		Options{UID: 0, GID: 0, Umask: 0o077})
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755)
+	os.Chmod(dir, 0o755)
+	server, err := Mount(dir, tree, MountOptions{AllowOther: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Unmount() })
+	cat := exec.Command("cat", filepath.Join(dir, "shared", "secret.txt"))
+	cat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cat.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "only root") {
+		t.Fatalf("user nobody read a 0600 file of root: %q", out)
+	}
+	if !strings.Contains(string(out), "Permission denied") {
+		t.Fatalf("cat as nobody: %q", out)
+	}
+}
+
+func TestProbeNameTheServiceHoldsIsServed(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.put(0, e.root(0), "desktop.ini", []byte("[.ShellClassInfo]"))
+	os.ReadDir(e.path("shared"))
+	b, err := os.ReadFile(e.path("shared", "desktop.ini"))
+	if err != nil || string(b) != "[.ShellClassInfo]" {
+		t.Fatalf("desktop.ini that the service holds: %q, %v", b, err)
+	}
+}
+
+func TestStatfsOfEveryFolder(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, p := range []string{e.dir, e.path("shared"), e.path("computers"), e.path("recordings")} {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(p, &st); err != nil || st.Bavail == 0 {
+			t.Errorf("statfs %s: %d blocks free (%v)", p, st.Bavail, err)
+		}
+	}
+}
+
+func TestReadersOfOneFileShareFetches(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	data := randomData(32<<20, 4)
+	e.put(0, e.root(0), "shared.bin", data)
+	before := e.emu.Stats().Objects.BytesOut
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := os.ReadFile(e.path("shared", "shared.bin"))
+			if err != nil || !bytes.Equal(b, data) {
+				t.Errorf("reader %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if out := e.emu.Stats().Objects.BytesOut - before; out > int64(len(data))*5/4 {
+		t.Errorf("8 readers of a %d-byte file pulled %d bytes", len(data), out)
+	}
+}

@@ -2,7 +2,9 @@ package fs
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestProbeName(t *testing.T) {
@@ -30,5 +32,23 @@ func TestUniqueNames(t *testing.T) {
 	rev := uniqueNames([]named{{"Design #1", 3}, {"Design #1", 1}})
 	if !slices.Equal(rev, []string{"Design #1 (3)", "Design #1 (1)"}) {
 		t.Fatalf("order-dependent names: %q", rev)
+	}
+}
+
+func TestUniqueNamesStayUnique(t *testing.T) {
+	long := strings.Repeat("é", 200) // 400 bytes
+	got := uniqueNames([]named{{"a", 5}, {"a", 6}, {"a (5)", 7}, {long, 8}, {long + "x", 9}})
+	seen := map[string]bool{}
+	for i, n := range got {
+		if seen[n] {
+			t.Fatalf("name %q given twice: %q", n, got)
+		}
+		seen[n] = true
+		if len(n) > 255 || !utf8.ValidString(n) {
+			t.Fatalf("name %d is %d bytes or not UTF-8", i, len(n))
+		}
+	}
+	if got[0] != "a (5)" || got[1] != "a (6)" {
+		t.Fatalf("clashing names: %q", got[:3])
 	}
 }

@@ -121,7 +121,22 @@ var (
 	_ gofs.NodeCreater    = (*rootNode)(nil)
 	_ gofs.NodeMkdirer    = (*rootNode)(nil)
 	_ gofs.NodeGetxattrer = (*fileNode)(nil)
+	_ gofs.NodeStatfser   = (*dirNode)(nil)
+	_ gofs.NodeStatfser   = (*computersNode)(nil)
+	_ gofs.NodeStatfser   = (*fileNode)(nil)
 )
+
+func (n *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return statfs(out)
+}
+
+func (n *computersNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return statfs(out)
+}
+
+func (n *fileNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return statfs(out)
+}
 
 func (n *rootNode) OnAdd(ctx context.Context) {
 	add := func(name string, node gofs.InodeEmbedder, ino uint64) {
@@ -159,9 +174,14 @@ func (n *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 	}), 0
 }
 
-// Statfs reports a large, mostly free disk, so that file managers do not
-// refuse a copy for want of space; the service's quota answers for real.
 func (n *rootNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return statfs(out)
+}
+
+// statfs reports a large, mostly free disk, so that file managers do not
+// refuse a copy for want of space; the service's quota answers for real.
+// Every folder answers the same (go-fuse asks the node statfs names).
+func statfs(out *fuse.StatfsOut) syscall.Errno {
 	const blocks = 1 << 32 // 4 TiB in 1 KiB blocks
 	out.Bsize = 1024
 	out.Frsize = 1024
@@ -236,8 +256,8 @@ func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 }
 
 func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if probeName(name) {
-		return nil, syscall.ENOENT
+	if probeName(name) && !n.cachedHas(name) {
+		return nil, syscall.ENOENT // answered from memory: no request
 	}
 	v, errno := n.load(ctx)
 	if errno != 0 {
@@ -247,7 +267,7 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	ch := n.child(ctx, v.listing.Files[i])
+	ch := n.child(ctx, name, v.listing.Files[i])
 	if g, ok := ch.Operations().(gofs.NodeGetattrer); ok {
 		var a fuse.AttrOut
 		g.Getattr(ctx, nil, &a)
@@ -256,25 +276,40 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	return ch, 0
 }
 
-// child returns the inode of an entry of this folder, bringing an existing
-// inode's attributes up to date with the listing.
-func (n *dirNode) child(ctx context.Context, f api.File) *gofs.Inode {
-	if f.IsDir() {
-		ch := n.NewInode(ctx, &dirNode{fsys: n.fsys, key: cache.DirKey{Area: n.key.Area, ID: f.ID}, mtime: f.LastModified},
-			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: fileIno(f.ID)})
-		if d, ok := ch.Operations().(*dirNode); ok {
-			d.mu.Lock()
-			d.mtime = f.LastModified
-			d.mu.Unlock()
+// cachedHas reports whether the folder's cached listing, fresh or not, holds
+// name; it makes no request.
+func (n *dirNode) cachedHas(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.view == nil {
+		return false
+	}
+	_, ok := n.view.byName[name]
+	return ok
+}
+
+// child returns the inode of an entry of this folder. An inode the kernel
+// already knows under that name is kept and brought up to date with the
+// listing (go-fuse would otherwise drop a new node for the known one).
+func (n *dirNode) child(ctx context.Context, name string, f api.File) *gofs.Inode {
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == fileIno(f.ID) {
+		switch op := ch.Operations().(type) {
+		case *fileNode:
+			op.update(n.key, f)
+			return ch
+		case *dirNode:
+			op.mu.Lock()
+			op.mtime = f.LastModified
+			op.mu.Unlock()
+			return ch
 		}
-		return ch
 	}
-	ch := n.NewInode(ctx, &fileNode{fsys: n.fsys, parent: n.key, file: f},
+	if f.IsDir() {
+		return n.NewInode(ctx, &dirNode{fsys: n.fsys, key: cache.DirKey{Area: n.key.Area, ID: f.ID}, mtime: f.LastModified},
+			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: fileIno(f.ID)})
+	}
+	return n.NewInode(ctx, &fileNode{fsys: n.fsys, parent: n.key, file: f},
 		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: fileIno(f.ID)})
-	if fn, ok := ch.Operations().(*fileNode); ok {
-		fn.update(f)
-	}
-	return ch
 }
 
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
@@ -382,12 +417,12 @@ func (n *computersNode) Mkdir(ctx context.Context, name string, mode uint32, out
 // fileNode is a file of a storage area.
 type fileNode struct {
 	gofs.Inode
-	fsys   *FS
-	parent cache.DirKey // the folder it is listed in
+	fsys *FS
 
 	mu     sync.Mutex
-	file   api.File   // guarded by mu
-	kernel cache.Meta // guarded by mu; the version the kernel's page cache may hold
+	parent cache.DirKey // guarded by mu; the folder it is listed in
+	file   api.File     // guarded by mu
+	kernel cache.Meta   // guarded by mu; the version the kernel's page cache may hold
 }
 
 func metaOf(f api.File) cache.Meta {
@@ -395,11 +430,15 @@ func metaOf(f api.File) cache.Meta {
 }
 
 // update takes a newer listing record of the file. When its content changed,
-// the kernel's cached pages of it are dropped.
-func (n *fileNode) update(f api.File) {
+// the kernel's cached pages of it are dropped, once.
+func (n *fileNode) update(parent cache.DirKey, f api.File) {
 	n.mu.Lock()
-	changed := n.kernel != (cache.Meta{}) && n.kernel != metaOf(f)
+	changed := n.kernel != (cache.Meta{}) && !n.kernel.Same(metaOf(f))
+	if changed {
+		n.kernel = cache.Meta{}
+	}
 	n.file = f
+	n.parent = parent
 	n.mu.Unlock()
 	if changed {
 		// Outside any lock, and not from within the kernel's request.
@@ -432,12 +471,13 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	n.mu.Lock()
 	f := n.file
 	m := metaOf(f)
-	keep := n.kernel == m
+	keep := n.kernel.Same(m)
 	n.kernel = m
 	n.mu.Unlock()
 	if b := n.fsys.Bundler; b != nil {
-		if l, err := n.fsys.Dirs.List(ctx, n.parent); err == nil {
-			b.Opened(n.parent, l.Files, f)
+		parent := n.parentKey()
+		if l, err := n.fsys.Dirs.List(ctx, parent); err == nil {
+			b.Opened(parent, l.Files, f)
 		}
 	}
 	r, err := n.fsys.Fetcher.Open(m)
@@ -461,13 +501,25 @@ type fileHandle struct {
 // that file's range, which go-fuse splices without copying it through here.
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.r.Ready(ctx, off, int64(len(dest)))
-	if errors.Is(err, io.EOF) {
+	if err == io.EOF { // only Ready's own end of file, never a failed fetch
 		return fuse.ReadResultData(nil), 0
+	}
+	if errors.Is(err, cache.ErrChanged) {
+		// The listing this file was opened from is out of date: forget it, so
+		// the next open sees the service's version.
+		h.node.fsys.Dirs.Drop(h.node.parentKey())
+		h.node.fsys.Fetcher.Forget(h.r.Handle().Meta().ID)
 	}
 	if err != nil {
 		return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)
 	}
 	return fuse.ReadResultFd(h.r.File().Fd(), off, int(n)), 0
+}
+
+func (n *fileNode) parentKey() cache.DirKey {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.parent
 }
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
@@ -507,6 +559,9 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 		GID:             f.opts.GID,
 		RootStableAttr:  &gofs.StableAttr{Ino: inoRoot},
 	}
+	// The kernel checks permissions against the modes and owners shown, so
+	// --allow-other does not open every file to every user.
+	opts.MountOptions.Options = append(opts.MountOptions.Options, "default_permissions")
 	if f.opts.ReadOnly {
 		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
 	}

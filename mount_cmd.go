@@ -35,6 +35,8 @@ type mountOptions struct {
 	DirCacheTime time.Duration
 	ReadAhead    units.Size
 	Transfers    int
+	WriteBack    time.Duration
+	DrainTimeout time.Duration
 	ReadOnly     bool
 	UID, GID     uint32
 	Umask        uint32
@@ -50,6 +52,8 @@ func defaultMountOptions() mountOptions {
 		DirCacheTime: 30 * time.Second,
 		ReadAhead:    128 << 20,
 		Transfers:    8,
+		WriteBack:    2 * time.Second,
+		DrainTimeout: 5 * time.Minute,
 		UID:          uint32(os.Geteuid()),
 		GID:          uint32(os.Getegid()),
 		Umask:        0o022,
@@ -76,6 +80,8 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.DirCacheTime, "dir-cache-time", o.DirCacheTime, "how long folder listings are cached")
 	fs.Var(&o.ReadAhead, "read-ahead", "how far ahead of a sequential reader content is fetched")
 	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once; reads use 4x as many range requests")
+	fs.DurationVar(&o.WriteBack, "write-back", o.WriteBack, "wait after a written file's last close before uploading it (a new open cancels the wait)")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "at unmount, how long to wait for pending uploads (what is left stays staged for the next mount)")
 	fs.BoolVar(&o.ReadOnly, "read-only", o.ReadOnly, "mount read-only")
 	fs.Uint32Var(&o.UID, "uid", o.UID, "owner of every file")
 	fs.Uint32Var(&o.GID, "gid", o.GID, "group of every file")
@@ -214,8 +220,33 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 		return err
 	}
 	dirs := cache.NewDirs(client, o.DirCacheTime, nil)
-	tree := orgfs.New(orgfs.Deps{Client: client, Dirs: dirs, Fetcher: fetcher, Bundler: bundler, Log: log},
+	var staging *cache.Staging
+	var tree *orgfs.FS
+	ready := make(chan struct{}) // resumed uploads may end before the tree exists
+	if !o.ReadOnly {
+		// Pending uploads of an earlier run (a crash, a drain cut short) resume now.
+		staging, err = cache.OpenStaging(cache.StagingOptions{
+			Dir: filepath.Join(cacheDir, "staging"), Client: client, WriteBack: o.WriteBack, Transfers: o.Transfers, Log: log,
+			OnUploaded: func(t cache.Target, f api.File) { <-ready; tree.Uploaded(t, f) },
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+			defer cancel()
+			if st := staging.Stats(); st.Pending+st.Uploading > 0 {
+				log.WithField("pending", st.Pending+st.Uploading).Info("waiting for pending uploads")
+			}
+			if err := staging.Drain(ctx); err != nil {
+				log.WithError(err).Warn("uploads left staged for the next mount")
+			}
+			staging.Close()
+		}()
+	}
+	tree = orgfs.New(orgfs.Deps{Client: client, Dirs: dirs, Fetcher: fetcher, Bundler: bundler, Staging: staging, Log: log},
 		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly})
+	close(ready)
 	server, err := orgfs.Mount(dir, tree, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
 	if err != nil {
 		return fmt.Errorf("mounting %s: %w", dir, err)

@@ -72,6 +72,7 @@ type Dirs struct {
 	seats *seatList           // guarded by mu
 	gen   uint64              // guarded by mu; bumped by DropAll, so a fetch begun before it is not stored
 	adds  int                 // guarded by mu; listings stored since the last pruning
+	hide  map[int64]bool      // guarded by mu; files the mount removed that the service may still list
 
 	group singleflight.Group
 	stats struct{ listings, seatLists, hits atomic.Int64 }
@@ -87,7 +88,7 @@ func NewDirs(client *api.Client, ttl time.Duration, now func() time.Time) *Dirs 
 	if now == nil {
 		now = time.Now
 	}
-	return &Dirs{client: client, ttl: ttl, now: now, dirs: map[DirKey]*Listing{}}
+	return &Dirs{client: client, ttl: ttl, now: now, dirs: map[DirKey]*Listing{}, hide: map[int64]bool{}}
 }
 
 // Stats returns the counters.
@@ -117,8 +118,8 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 			return nil, err
 		}
 		d.stats.listings.Add(1)
-		l := &Listing{Files: files, Fetched: fetched}
 		d.mu.Lock()
+		l := &Listing{Files: d.visibleLocked(files), Fetched: fetched}
 		if d.gen == gen {
 			d.dirs[key] = l
 			d.pruneLocked()
@@ -245,4 +246,45 @@ func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 		return
 	}
 	d.dirs[key] = &Listing{Files: f(l.Files), Fetched: l.Fetched}
+}
+
+// Cached returns a folder's cached listing, fresh or not, without a request.
+func (d *Dirs) Cached(key DirKey) (*Listing, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.dirs[key]
+	return l, ok
+}
+
+// Seed caches a listing the mount knows without asking (a folder it just
+// created is empty).
+func (d *Dirs) Seed(key DirKey, files []api.File) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dirs[key] = &Listing{Files: files, Fetched: d.now()}
+}
+
+// Hide takes a file out of every listing, cached or fetched from now on: the
+// mount removed it (renamed away) and the service deletes it later.
+func (d *Dirs) Hide(id int64) {
+	d.mu.Lock()
+	d.hide[id] = true
+	for k, l := range d.dirs {
+		d.dirs[k] = &Listing{Files: d.visibleLocked(l.Files), Fetched: l.Fetched}
+	}
+	d.mu.Unlock()
+}
+
+// visibleLocked is files without the hidden ones.
+func (d *Dirs) visibleLocked(files []api.File) []api.File {
+	if len(d.hide) == 0 {
+		return files
+	}
+	out := files[:0:0]
+	for _, f := range files {
+		if !d.hide[f.ID] {
+			out = append(out, f)
+		}
+	}
+	return out
 }

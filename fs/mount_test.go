@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -40,17 +41,20 @@ type testEnv struct {
 	content *cache.Content
 	fetcher *cache.Fetcher
 	bundler *cache.Bundler
+	staging *cache.Staging
 	dirs    *cache.Dirs
 }
 
 type envOptions struct {
-	org      string        // default org-a
-	seed     string        // default empty
-	dirTTL   time.Duration // default 1 minute
-	cacheMax int64
-	perPage  int // listing page size; default 1000
-	emu      emulator.Options
-	bundle   cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
+	org       string        // default org-a
+	seed      string        // default empty
+	dirTTL    time.Duration // default 1 minute
+	cacheMax  int64
+	perPage   int // listing page size; default 1000
+	emu       emulator.Options
+	bundle    cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
+	readOnly  bool
+	writeBack time.Duration // default 50ms
 }
 
 func testLogger(t testing.TB) logrus.FieldLogger {
@@ -123,19 +127,35 @@ func (e *testEnv) mount() {
 		t.Fatal(err)
 	}
 	e.dirs = cache.NewDirs(e.client, e.opts.dirTTL, nil)
-	tree := New(Deps{Client: e.client, Dirs: e.dirs, Fetcher: e.fetcher, Bundler: e.bundler, Log: testLogger(t)},
-		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022})
+	wb := e.opts.writeBack
+	if wb == 0 {
+		wb = 50 * time.Millisecond
+	}
+	var tree *FS
+	ready := make(chan struct{}) // resumed uploads may end before the tree exists
+	e.staging, err = cache.OpenStaging(cache.StagingOptions{
+		Dir: filepath.Join(e.cacheDir, "staging"), Client: e.client, WriteBack: wb, Log: testLogger(t),
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		OnUploaded: func(tg cache.Target, f api.File) { <-ready; tree.Uploaded(tg, f) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree = New(Deps{Client: e.client, Dirs: e.dirs, Fetcher: e.fetcher, Bundler: e.bundler, Staging: e.staging, Log: testLogger(t)},
+		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: e.opts.readOnly})
+	close(ready)
 	e.dir = t.TempDir()
 	e.server, err = Mount(e.dir, tree, MountOptions{})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
-	server, dir, content, bundler := e.server, e.dir, e.content, e.bundler
+	server, dir, content, bundler, staging := e.server, e.dir, e.content, e.bundler, e.staging
 	t.Cleanup(func() {
 		if err := server.Unmount(); err != nil {
 			exec.Command("fusermount3", "-u", "-z", dir).Run()
 			syscall.Unmount(dir, syscall.MNT_DETACH)
 		}
+		staging.Close()
 		bundler.Close()
 		content.Close()
 	})
@@ -147,6 +167,12 @@ func (e *testEnv) unmount() {
 	if err := e.server.Unmount(); err != nil {
 		e.t.Fatalf("unmount: %v", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.staging.Drain(ctx); err != nil {
+		e.t.Fatalf("drain: %v", err)
+	}
+	e.staging.Close()
 	e.bundler.Close()
 	e.content.Close()
 }
@@ -633,7 +659,7 @@ func TestServiceChangesAppearAfterTTLOrRefresh(t *testing.T) {
 }
 
 func TestChangesRefusedReadOnly(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	e := newEnv(t, envOptions{readOnly: true})
 	e.put(0, e.root(0), "ro.txt", []byte("x"))
 	for what, err := range map[string]error{
 		"create": os.WriteFile(e.path("shared", "new.txt"), []byte("x"), 0o644),

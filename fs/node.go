@@ -34,14 +34,16 @@ type Deps struct {
 	Dirs    *cache.Dirs
 	Fetcher *cache.Fetcher
 	Bundler *cache.Bundler // optional
+	Staging *cache.Staging // nil: the mount is read-only
 	Log     logrus.FieldLogger
 }
 
 // FS is what every node of the mount shares.
 type FS struct {
 	Deps
-	opts  Options
-	start time.Time
+	opts   Options
+	start  time.Time
+	mtimes *mtimes
 }
 
 // New makes the tree of a mount.
@@ -49,7 +51,7 @@ func New(deps Deps, opts Options) *FS {
 	if opts.AttrTimeout <= 0 {
 		opts.AttrTimeout = time.Second
 	}
-	return &FS{Deps: deps, opts: opts, start: time.Now()}
+	return &FS{Deps: deps, opts: opts, start: time.Now(), mtimes: newMtimes()}
 }
 
 // Inode numbers: the fixed folders are small; a service object's is its id
@@ -202,19 +204,38 @@ func (n *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fus
 	return nil, syscall.EROFS
 }
 
-// dirView is a folder listing with the names the mount shows for it.
+// dirView is a folder listing with the names the mount shows for it, and the
+// files written here that are not on the service yet.
 type dirView struct {
 	listing *cache.Listing
+	files   []api.File // the listing's, then pending files of new names (ID 0)
 	names   []string
 	byName  map[string]int
+	staged  map[string]*cache.Staged // pending files by name (new or replacing a listed one)
 }
 
-func newDirView(l *cache.Listing) *dirView {
-	items := make([]named, len(l.Files))
-	for i, f := range l.Files {
+func newDirView(l *cache.Listing, pending []*cache.Staged) *dirView {
+	files := l.Files
+	staged := map[string]*cache.Staged{}
+	if len(pending) > 0 {
+		listed := make(map[string]bool, len(files))
+		for _, f := range files {
+			listed[f.Name] = true
+		}
+		files = append([]api.File(nil), files...)
+		for _, st := range pending {
+			name := st.Target().Name
+			staged[name] = st
+			if !listed[name] {
+				files = append(files, api.File{Name: name, ObjectType: api.ObjectFile})
+			}
+		}
+	}
+	items := make([]named, len(files))
+	for i, f := range files {
 		items[i] = named{f.Name, f.ID}
 	}
-	v := &dirView{listing: l, names: uniqueNames(items), byName: make(map[string]int, len(items))}
+	v := &dirView{listing: l, files: files, names: uniqueNames(items), byName: make(map[string]int, len(items)), staged: staged}
 	for i, name := range v.names {
 		v.byName[name] = i
 	}
@@ -239,10 +260,14 @@ func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
 	if err != nil {
 		return nil, toErrno(n.fsys.Log, "listing "+n.Path(nil), err)
 	}
+	var pending []*cache.Staged
+	if n.fsys.Staging != nil {
+		pending = n.fsys.Staging.Pending(n.key.Area, n.key.ID)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.view == nil || n.view.listing != l {
-		n.view = newDirView(l)
+	if n.view == nil || n.view.listing != l || len(pending) > 0 || len(n.view.staged) > 0 {
+		n.view = newDirView(l, pending)
 	}
 	return n.view, 0
 }
@@ -267,7 +292,12 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	ch := n.child(ctx, name, v.listing.Files[i])
+	var ch *gofs.Inode
+	if st := v.staged[name]; st != nil {
+		ch = n.stagedNode(ctx, name, st)
+	} else {
+		ch = n.child(ctx, name, v.files[i])
+	}
 	if g, ok := ch.Operations().(gofs.NodeGetattrer); ok {
 		var a fuse.AttrOut
 		g.Getattr(ctx, nil, &a)
@@ -318,32 +348,17 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 		return nil, errno
 	}
 	entries := make([]fuse.DirEntry, len(v.names))
-	for i, f := range v.listing.Files {
-		mode := uint32(syscall.S_IFREG)
+	for i, f := range v.files {
+		mode, ino := uint32(syscall.S_IFREG), fileIno(f.ID)
 		if f.IsDir() {
 			mode = syscall.S_IFDIR
 		}
-		entries[i] = fuse.DirEntry{Name: v.names[i], Mode: mode, Ino: fileIno(f.ID)}
+		if v.staged[v.names[i]] != nil {
+			ino = stagedIno(n.key, v.names[i])
+		}
+		entries[i] = fuse.DirEntry{Name: v.names[i], Mode: mode, Ino: ino}
 	}
 	return gofs.NewListDirStream(entries), 0
-}
-
-// Changes are refused until writing lands.
-
-func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EROFS
-}
-
-func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return syscall.EROFS
 }
 
 // computersNode is computers/: one folder per computer, its storage area.
@@ -420,9 +435,10 @@ type fileNode struct {
 	fsys *FS
 
 	mu     sync.Mutex
-	parent cache.DirKey // guarded by mu; the folder it is listed in
-	file   api.File     // guarded by mu
-	kernel cache.Meta   // guarded by mu; the version the kernel's page cache may hold
+	parent cache.DirKey  // guarded by mu; the folder it is listed in
+	file   api.File      // guarded by mu
+	kernel cache.Meta    // guarded by mu; the version the kernel's page cache may hold
+	staged *cache.Staged // guarded by mu; the pending local copy, while there is one
 }
 
 func metaOf(f api.File) cache.Meta {
@@ -447,10 +463,7 @@ func (n *fileNode) update(parent cache.DirKey, f api.File) {
 }
 
 func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.mu.Lock()
-	f := n.file
-	n.mu.Unlock()
-	n.fsys.setAttr(&out.Attr, syscall.S_IFREG|n.fsys.fileMode(), f.Size, f.LastModified)
+	n.fillAttr(&out.Attr)
 	return 0
 }
 
@@ -460,13 +473,32 @@ func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 	return 0, syscall.ENODATA
 }
 
-func (n *fileNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EROFS
-}
-
 func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
-		return nil, 0, syscall.EROFS
+		if !n.fsys.writable(n.parentKey().Area) {
+			return nil, 0, syscall.EROFS
+		}
+		truncate := flags&syscall.O_TRUNC != 0
+		st, errno := n.stage(ctx, truncate)
+		if errno != 0 {
+			return nil, 0, errno
+		}
+		if truncate {
+			if err := st.File().Truncate(0); err != nil {
+				return nil, 0, toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
+			}
+			st.Touch()
+		}
+		st.OpenWriter()
+		// The kernel's pages of the old content must go.
+		n.mu.Lock()
+		n.kernel = cache.Meta{}
+		n.mu.Unlock()
+		return &fileHandle{node: n, staged: st, writer: true}, 0, 0
+	}
+	if st := n.stagedOf(); st != nil {
+		st.OpenReader()
+		return &fileHandle{node: n, staged: st}, 0, 0
 	}
 	n.mu.Lock()
 	f := n.file
@@ -491,15 +523,25 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	return &fileHandle{node: n, r: r}, fuseFlags, 0
 }
 
-// fileHandle is an open file being read.
+// fileHandle is an open file: read through the content cache, or a pending
+// file's staging copy, read and written.
 type fileHandle struct {
-	node *fileNode
-	r    *cache.Reader
+	node   *fileNode
+	r      *cache.Reader // service content
+	staged *cache.Staged // or the staging copy
+	writer bool          // opened for writing (staged)
 }
 
 // Read waits until the bytes are in the cache file, then hands the kernel
 // that file's range, which go-fuse splices without copying it through here.
 func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h.staged != nil {
+		n, err := h.staged.File().ReadAt(dest, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)
+		}
+		return fuse.ReadResultData(dest[:n]), 0
+	}
 	n, err := h.r.Ready(ctx, off, int64(len(dest)))
 	if err == io.EOF { // only Ready's own end of file, never a failed fetch
 		return fuse.ReadResultData(nil), 0
@@ -523,7 +565,14 @@ func (n *fileNode) parentKey() cache.DirKey {
 }
 
 func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
-	h.r.Close()
+	switch {
+	case h.writer:
+		h.staged.CloseWriter()
+	case h.staged != nil:
+		h.staged.CloseReader()
+	default:
+		h.r.Close()
+	}
 	return 0
 }
 

@@ -1,0 +1,922 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/emulator/emutest"
+)
+
+// These tests run the staging and its upload queue against the in-process
+// emulator, and check what the service holds, byte for byte.
+
+// stagingEnv is an emulator, a client of org-a and a staging directory.
+type stagingEnv struct {
+	t      *testing.T
+	emu    *emulator.Emulator
+	client *api.Client
+	dir    string
+
+	mu       sync.Mutex
+	uploaded []api.File // OnUploaded calls
+	failed   []error    // OnFailed calls
+	targets  []Target   // targets of the OnFailed calls
+}
+
+func newStagingEnv(t *testing.T, opts emulator.Options) *stagingEnv {
+	t.Helper()
+	opts.Seed = emulator.SeedEmpty
+	if opts.Log == nil {
+		opts.Log = stagingDiscard()
+	}
+	srv := emutest.Start(t, opts)
+	var creds api.Credentials
+	for _, c := range srv.Credentials() {
+		if c.Name == emulator.OrgA {
+			creds = api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}
+		}
+	}
+	client, err := api.New(creds, api.Options{Logger: stagingDiscard(), BaseBackoff: 2 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, MaxAttempts: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stagingEnv{t: t, emu: srv.Emulator, client: client, dir: filepath.Join(t.TempDir(), "staging")}
+}
+
+func stagingDiscard() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	if os.Getenv("ORGFS_TEST_DEBUG") != "" {
+		l.SetOutput(os.Stderr)
+		l.SetLevel(logrus.DebugLevel)
+	}
+	return l
+}
+
+// open opens a Staging on the env's directory, closed when the test ends.
+// Zero fields of opts get test values (write-back 50ms, short backoff).
+func (e *stagingEnv) open(opts StagingOptions) *Staging {
+	e.t.Helper()
+	opts.Dir, opts.Client = e.dir, e.client
+	if opts.WriteBack == 0 {
+		opts.WriteBack = 50 * time.Millisecond
+	}
+	if opts.MinBackoff == 0 {
+		opts.MinBackoff, opts.MaxBackoff = 10*time.Millisecond, 100*time.Millisecond
+	}
+	if opts.Log == nil {
+		opts.Log = stagingDiscard()
+	}
+	opts.OnUploaded = func(t Target, f api.File) {
+		e.mu.Lock()
+		e.uploaded = append(e.uploaded, f)
+		e.mu.Unlock()
+	}
+	opts.OnFailed = func(t Target, err error) {
+		e.mu.Lock()
+		e.failed = append(e.failed, err)
+		e.targets = append(e.targets, t)
+		e.mu.Unlock()
+	}
+	s, err := OpenStaging(opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (e *stagingEnv) onUploaded() []api.File {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.uploaded)
+}
+
+func (e *stagingEnv) onFailed() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.failed)
+}
+
+// create stages a new file at t with data, as the mount does for
+// open(O_CREAT)+write+close.
+func (e *stagingEnv) create(s *Staging, t Target, replaces int64, data []byte) *Staged {
+	e.t.Helper()
+	st, err := s.Create(t, replaces)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.write(st, data)
+	return st
+}
+
+// write replaces st's content with data, between OpenWriter and CloseWriter.
+func (e *stagingEnv) write(st *Staged, data []byte) {
+	e.t.Helper()
+	st.OpenWriter()
+	defer st.CloseWriter()
+	e.writeOpen(st, data)
+}
+
+// writeOpen replaces st's content with data, the file being open.
+func (e *stagingEnv) writeOpen(st *Staged, data []byte) {
+	e.t.Helper()
+	if err := st.File().Truncate(0); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := st.File().WriteAt(data, 0); err != nil {
+		e.t.Fatal(err)
+	}
+	st.Touch()
+}
+
+func sharedRoot(name string) Target { return Target{Area: Area{Kind: Shared}, Name: name} }
+
+// list returns the files of a folder of the service, by name.
+func (e *stagingEnv) list(area Area, parentID int64) map[string]api.File {
+	e.t.Helper()
+	req := api.ListFilesRequest{ParentID: parentID}
+	var l *api.FileList
+	if area.Kind == Machine {
+		l = e.client.MachineFiles(context.Background(), area.MachineID, req)
+	} else {
+		l = e.client.SharedFiles(context.Background(), req)
+	}
+	files, err := l.Collect()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]api.File{}
+	for _, f := range files {
+		if _, dup := out[f.Name]; dup {
+			e.t.Fatalf("two files named %q", f.Name)
+		}
+		out[f.Name] = f
+	}
+	return out
+}
+
+// content reads a service file's bytes back through a presigned URL.
+func (e *stagingEnv) content(f api.File) []byte {
+	e.t.Helper()
+	if f.Size == 0 {
+		return []byte{}
+	}
+	link, err := e.client.FileURL(context.Background(), f.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rc, err := e.client.ReadRange(context.Background(), link.URL, 0, -1)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+// want checks that the service holds exactly data at t, and returns its record.
+func (e *stagingEnv) want(t Target, data []byte) api.File {
+	e.t.Helper()
+	f, ok := e.list(t.Area, t.ParentID)[t.Name]
+	if !ok {
+		e.t.Fatalf("%s is not on the service", t)
+	}
+	if f.Size != int64(len(data)) {
+		e.t.Fatalf("%s: size %d on the service, want %d", t, f.Size, len(data))
+	}
+	if got := e.content(f); !bytes.Equal(got, data) {
+		e.t.Fatalf("%s: the service's %d bytes differ from the %d written", t, len(got), len(data))
+	}
+	return f
+}
+
+// absent checks that the service has nothing at t.
+func (e *stagingEnv) absent(t Target) {
+	e.t.Helper()
+	if f, ok := e.list(t.Area, t.ParentID)[t.Name]; ok {
+		e.t.Fatalf("%s is on the service (id %d, %d bytes)", t, f.ID, f.Size)
+	}
+}
+
+// stagedNames lists the staging directory.
+func (e *stagingEnv) stagedNames() []string {
+	e.t.Helper()
+	ents, err := os.ReadDir(e.dir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, d := range ents {
+		out = append(out, d.Name())
+	}
+	return out
+}
+
+func (e *stagingEnv) wantNothingStaged(s *Staging) {
+	e.t.Helper()
+	if names := e.stagedNames(); len(names) != 0 {
+		e.t.Fatalf("left in the staging dir: %v", names)
+	}
+	if st := s.Stats(); st.Pending+st.Uploading+st.Failed != 0 || st.StagedBytes != 0 {
+		e.t.Fatalf("stats %+v after the queue drained", st)
+	}
+	if ents := s.Entries(); len(ents) != 0 {
+		e.t.Fatalf("entries left: %v", ents)
+	}
+}
+
+func stagingWaitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func stagingData(n int, seed int64) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	return b
+}
+
+func drain(t *testing.T, s *Staging, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: 800 * time.Millisecond})
+	text := sharedRoot("notes.txt")
+	data := stagingData(100_000, 1)
+	st := e.create(s, text, 0, data)
+	odd := sharedRoot("blob.unknownext")
+	e.create(s, odd, 0, stagingData(10, 2))
+	empty := sharedRoot("empty")
+	e.create(s, empty, 0, nil)
+	var machine Target
+	if m := e.emu.Fixtures(emulator.OrgA).StoppedMachine; m != 0 {
+		machine = Target{Area: Area{Kind: Machine, MachineID: m}, Name: "report.pdf"}
+		e.create(s, machine, 0, stagingData(7000, 3))
+	}
+
+	// Closed, but within the write-back delay: staged, listed, not uploaded.
+	if got := s.Lookup(text); got != st || got.Size() != int64(len(data)) {
+		t.Fatalf("Lookup %v", got)
+	}
+	if p := s.Pending(Area{Kind: Shared}, 0); len(p) != 3 || p[0].Target().Name != "blob.unknownext" {
+		t.Fatalf("pending %v", p)
+	}
+	if n := len(e.list(Area{Kind: Shared}, 0)); n != 0 {
+		t.Fatalf("%d files uploaded before the write-back delay", n)
+	}
+	if ents := s.Entries(); len(ents) == 0 || ents[0].State != "waiting" || ents[0].Size != int64(len(data)) {
+		t.Fatalf("entries %v", ents)
+	}
+
+	stagingWaitFor(t, 10*time.Second, "the uploads", func() bool { return s.Stats().Uploaded == int64(3+min(1, len(machine.Name))) })
+	f := e.want(text, data)
+	if !strings.HasPrefix(f.ContentType, "text/plain") {
+		t.Errorf("content type %q", f.ContentType)
+	}
+	if g := e.want(odd, stagingData(10, 2)); g.ContentType != "application/octet-stream" {
+		t.Errorf("content type %q", g.ContentType)
+	}
+	e.want(empty, nil)
+	if machine.Name != "" {
+		e.want(machine, stagingData(7000, 3))
+	}
+	var rec *api.File
+	for _, u := range e.onUploaded() {
+		if u.Name == text.Name {
+			rec = &u
+		}
+	}
+	if rec == nil || rec.ID != f.ID || rec.Size != int64(len(data)) || rec.LastModified.IsZero() {
+		t.Fatalf("OnUploaded record %+v, listed %+v", rec, f)
+	}
+	if s.Lookup(text) != nil || st.Err() != nil {
+		t.Fatal("still staged after the upload")
+	}
+	if s.Stats().Bytes < int64(len(data)) {
+		t.Fatalf("stats %+v", s.Stats())
+	}
+	e.wantNothingStaged(s)
+}
+
+func TestStagingOpenWriterCancelsTheWait(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: 600 * time.Millisecond})
+	tg := sharedRoot("draft.bin")
+	first := stagingData(5000, 4)
+	st := e.create(s, tg, 0, first)
+	time.Sleep(100 * time.Millisecond)
+	st.OpenWriter() // reopened within the delay: the wait is cancelled
+	time.Sleep(900 * time.Millisecond)
+	if st := s.Stats(); st.Uploaded != 0 || st.Uploading != 0 {
+		t.Fatalf("uploaded while open: %+v", st)
+	}
+	e.absent(tg)
+	if ents := s.Entries(); len(ents) != 1 || ents[0].State != "open" {
+		t.Fatalf("entries %v", ents)
+	}
+	second := append(first, stagingData(3000, 5)...)
+	if _, err := st.File().WriteAt(second[len(first):], int64(len(first))); err != nil { // append
+		t.Fatal(err)
+	}
+	st.Touch()
+	st.CloseWriter()
+	stagingWaitFor(t, 10*time.Second, "the upload", func() bool { return s.Stats().Uploaded == 1 })
+	e.want(tg, second)
+	e.wantNothingStaged(s)
+}
+
+func TestStagingStorageFullKeepsTheStagedCopy(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	if err := e.emu.SetStorageQuota(emulator.OrgA, 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(StagingOptions{WriteBack: 100 * time.Millisecond})
+	tg := sharedRoot("big.dat")
+	data := stagingData(5000, 6)
+	st := e.create(s, tg, 0, data)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.Flush(ctx, st)
+	if !api.IsStorageFull(err) {
+		t.Fatalf("Flush: %v, want 450", err)
+	}
+	if !api.IsStorageFull(st.Err()) {
+		t.Fatalf("Err() = %v", st.Err())
+	}
+	if f := e.onFailed(); len(f) != 1 || !api.IsStorageFull(f[0]) || e.failedTarget(0) != tg {
+		t.Fatalf("OnFailed calls %v", f)
+	}
+	ents := s.Entries()
+	if len(ents) != 1 || ents[0].State != "failed" || !strings.Contains(ents[0].Err, "450") || ents[0].Size != 5000 {
+		t.Fatalf("entries %v", ents)
+	}
+	if !strings.HasPrefix(ents[0].String(), "failed shared/0/big.dat 5000 bytes") {
+		t.Fatalf("line %q", ents[0].String())
+	}
+	if st := s.Stats(); st.Failed != 1 || st.Pending != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	e.absent(tg)
+	// The staged copy stays, and its record says failed.
+	if got, err := os.ReadFile(filepath.Join(e.dir, "1.data")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("staged copy: %v", err)
+	}
+	var rec map[string]any
+	if b, err := os.ReadFile(filepath.Join(e.dir, "1.json")); err != nil || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("record: %v", err)
+	}
+	if rec["state"] != "failed" || !strings.Contains(fmt.Sprint(rec["last_error"]), "450") || rec["name"] != "big.dat" {
+		t.Fatalf("record %v", rec)
+	}
+	// Drain does not wait for it, and says it is left.
+	if err := s.Drain(ctx); err == nil {
+		t.Fatal("Drain reported nothing left")
+	}
+	time.Sleep(200 * time.Millisecond) // no retry on its own
+	if st := s.Stats(); st.Failed != 1 || st.Uploaded != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	// More room, Retry: uploaded.
+	if err := e.emu.SetStorageQuota(emulator.OrgA, 0, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	s.Retry()
+	stagingWaitFor(t, 10*time.Second, "the retried upload", func() bool { return s.Stats().Uploaded == 1 })
+	e.want(tg, data)
+	if st.Err() != nil {
+		t.Fatalf("Err() = %v after the upload", st.Err())
+	}
+	e.wantNothingStaged(s)
+
+	// A file changed after a failure is queued again without Retry.
+	if err := e.emu.SetStorageQuota(emulator.OrgA, 0, 6000); err != nil {
+		t.Fatal(err)
+	}
+	tg2 := sharedRoot("second.dat")
+	st2 := e.create(s, tg2, 0, stagingData(3000, 7))
+	if err := s.Flush(ctx, st2); !api.IsStorageFull(err) {
+		t.Fatalf("Flush: %v, want 450", err)
+	}
+	small := stagingData(500, 8)
+	e.write(st2, small) // Touch + CloseWriter
+	stagingWaitFor(t, 10*time.Second, "the changed file's upload", func() bool { return s.Stats().Uploaded == 2 })
+	e.want(tg2, small)
+	e.wantNothingStaged(s)
+}
+
+func TestStagingRemovedParentFails(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	dir, err := e.emu.CreateDir(emulator.OrgA, 0, 0, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{Area: Area{Kind: Shared}, ParentID: dir, Name: "orphan.txt"}
+	st := e.create(s, tg, 0, []byte("hello"))
+	if err := e.emu.DeleteFile(emulator.OrgA, dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Flush(ctx, st); err == nil || api.Temporary(err) {
+		t.Fatalf("Flush into a removed folder: %v", err)
+	}
+	if ents := s.Entries(); len(ents) != 1 || ents[0].State != "failed" {
+		t.Fatalf("entries %v", ents)
+	}
+	if len(e.stagedNames()) != 2 {
+		t.Fatalf("staged files %v", e.stagedNames())
+	}
+	// Renamed to an existing folder, it goes up.
+	if err := s.Rename(st, sharedRoot("orphan.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	e.want(sharedRoot("orphan.txt"), []byte("hello"))
+	e.wantNothingStaged(s)
+}
+
+func TestStagingReplacesOverwrites(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	tg := sharedRoot("doc.txt")
+	old, err := e.emu.CreateFile(emulator.OrgA, 0, 0, tg.Name, bytes.NewReader([]byte("old content")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := stagingData(20_000, 9)
+	st := e.create(s, tg, old, data)
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	f := e.want(tg, data)
+	if f.ID == old {
+		t.Fatal("the replaced file's id was kept")
+	}
+	if n := e.emu.Stats().Codes[451]; n != 0 {
+		t.Fatalf("%d answers 451: the upload did not overwrite", n)
+	}
+	e.wantNothingStaged(s)
+}
+
+func TestStagingNameTakenMeanwhileLastWriterWins(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	tg := sharedRoot("race.txt")
+	data := stagingData(3000, 10)
+	st := e.create(s, tg, 0, data)
+	// Someone else creates the name before the upload.
+	if _, err := e.emu.CreateFile(emulator.OrgA, 0, 0, tg.Name, strings.NewReader("theirs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, data)
+	if n := e.emu.Stats().Codes[451]; n == 0 {
+		t.Fatal("no 451 was met")
+	}
+	e.wantNothingStaged(s)
+}
+
+func TestStagingRenamePending(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: 200 * time.Millisecond})
+	root := Area{Kind: Shared}
+
+	// rsync: a temp file renamed into place before the write-back delay.
+	tmp, final := sharedRoot(".f.Xy12"), sharedRoot("f")
+	fData := stagingData(4000, 11)
+	st := e.create(s, tmp, 0, fData)
+	if err := s.Rename(st, final); err != nil {
+		t.Fatal(err)
+	}
+	if s.Lookup(tmp) != nil || s.Lookup(final) != st || st.Target() != final {
+		t.Fatal("lookup after the rename")
+	}
+
+	// Renamed over another pending file: it replaces it.
+	x, y := sharedRoot("x"), sharedRoot("y")
+	e.create(s, x, 0, []byte("xxxx"))
+	sty := e.create(s, y, 0, []byte("yyyyyy"))
+	if err := s.Rename(sty, x); err != nil {
+		t.Fatal(err)
+	}
+	if s.Lookup(x) != sty || s.Lookup(y) != nil || len(s.Pending(root, 0)) != 2 {
+		t.Fatalf("pending after the rename over: %v", s.Pending(root, 0))
+	}
+
+	// A file overwriting a service file, renamed: the old name goes.
+	oldT, newT := sharedRoot("old.txt"), sharedRoot("new.txt")
+	oldID, err := e.emu.CreateFile(emulator.OrgA, 0, 0, oldT.Name, strings.NewReader("before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stOld := e.create(s, oldT, oldID, []byte("after"))
+	if err := s.Rename(stOld, newT); err != nil {
+		t.Fatal(err)
+	}
+
+	// Rename of an uploaded file: the content staged under the new name,
+	// the old file deleted once it is up.
+	p, q := sharedRoot("p"), sharedRoot("q")
+	pID, err := e.emu.CreateFile(emulator.OrgA, 0, 0, p.Name, strings.NewReader("pppp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stq := e.create(s, q, 0, []byte("pppp"))
+	stq.DeleteAfterUpload(pID)
+
+	drain(t, s, 10*time.Second)
+	e.want(final, fData)
+	e.absent(tmp)
+	e.want(x, []byte("yyyyyy"))
+	e.absent(y)
+	e.want(newT, []byte("after"))
+	e.absent(oldT)
+	e.want(q, []byte("pppp"))
+	e.absent(p)
+	if n := len(e.list(root, 0)); n != 4 {
+		t.Fatalf("%d files on the service, want 4", n)
+	}
+	e.wantNothingStaged(s)
+}
+
+func TestStagingRemoveCancels(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{ObjectLatency: 500 * time.Millisecond})
+	s := e.open(StagingOptions{WriteBack: 200 * time.Millisecond})
+	tg := sharedRoot("scratch")
+	st := e.create(s, tg, 0, stagingData(1000, 12))
+	if err := s.Remove(st); err != nil {
+		t.Fatal(err)
+	}
+	if s.Lookup(tg) != nil {
+		t.Fatal("still staged")
+	}
+	time.Sleep(400 * time.Millisecond) // past the write-back delay
+	e.absent(tg)
+	e.wantNothingStaged(s)
+
+	// Removed while its upload is in flight.
+	tg2 := sharedRoot("scratch2")
+	st2 := e.create(s, tg2, 0, stagingData(1000, 13))
+	done := make(chan error, 1)
+	go func() { done <- s.Flush(context.Background(), st2) }()
+	stagingWaitFor(t, 5*time.Second, "the upload to start", func() bool { return s.Stats().Uploading == 1 })
+	if err := s.Remove(st2); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Flush of a removed file: %v", err)
+	}
+	stagingWaitFor(t, 5*time.Second, "the removed file to be gone", func() bool {
+		_, ok := e.list(Area{Kind: Shared}, 0)[tg2.Name]
+		return !ok && s.Stats().Uploading == 0
+	})
+	time.Sleep(100 * time.Millisecond)
+	e.absent(tg2)
+	e.wantNothingStaged(s)
+}
+
+func TestStagingResumesAfterACrash(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		close bool // Close, else abandon (SIGKILL: nothing runs at the end)
+	}{{"close", true}, {"abandon", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newStagingEnv(t, emulator.Options{})
+			s1 := e.open(StagingOptions{WriteBack: time.Hour})
+			sizes := []int{0, 1, 4096, 300_000, 6 << 20}
+			want := map[Target][]byte{}
+			for i, n := range sizes {
+				tg := sharedRoot(fmt.Sprintf("file-%d", i))
+				want[tg] = stagingData(n, int64(100+i))
+				e.create(s1, tg, 0, want[tg])
+			}
+			// One still open for writing at the crash: uploaded as it is.
+			open := sharedRoot("open-at-crash")
+			want[open] = stagingData(70_000, 200)
+			st, err := s1.Create(open, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.OpenWriter()
+			e.writeOpen(st, want[open])
+			if len(e.stagedNames()) != 2*len(want) {
+				t.Fatalf("staged files %v", e.stagedNames())
+			}
+			if tc.close {
+				if err := s1.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.absent(open)
+
+			s2 := e.open(StagingOptions{}) // resumes at once
+			drain(t, s2, 30*time.Second)
+			if got := len(e.onUploaded()); got != len(want) {
+				t.Fatalf("%d staged files uploaded after the restart, want %d", got, len(want))
+			}
+			for tg, data := range want {
+				e.want(tg, data)
+			}
+			if n := len(e.list(Area{Kind: Shared}, 0)); n != len(want) {
+				t.Fatalf("%d files on the service, want %d", n, len(want))
+			}
+			e.wantNothingStaged(s2)
+		})
+	}
+}
+
+func TestStagingUnderFaults(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{FaultRate: 0.1, FaultSeed: 7})
+	s := e.open(StagingOptions{Transfers: 4})
+	want := map[Target][]byte{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range 32 {
+		n := 1 + (i*7919)%20_000
+		if i >= 30 {
+			n = 12 << 20
+		}
+		tg := sharedRoot(fmt.Sprintf("f%02d.bin", i))
+		data := stagingData(n, int64(300+i))
+		mu.Lock()
+		want[tg] = data
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := s.Create(tg, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			st.OpenWriter()
+			defer st.CloseWriter()
+			if _, err := st.File().WriteAt(data, 0); err != nil {
+				t.Error(err)
+			}
+			st.Touch()
+		}()
+	}
+	wg.Wait()
+	drain(t, s, 60*time.Second)
+	e.emu.SetFaultRate(0)
+	if faults := e.emu.Stats().Faults; len(faults) == 0 {
+		t.Fatal("no fault was injected")
+	}
+	for tg, data := range want {
+		e.want(tg, data)
+	}
+	if n := len(e.list(Area{Kind: Shared}, 0)); n != len(want) {
+		t.Fatalf("%d files on the service, want %d", n, len(want))
+	}
+	if st := s.Stats(); st.Uploaded < int64(len(want)) {
+		t.Fatalf("stats %+v", st)
+	}
+	e.wantNothingStaged(s)
+}
+
+func TestStagingDrainWaitsForTheQueue(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour, Transfers: 2})
+	want := map[Target][]byte{}
+	for i := range 5 {
+		tg := sharedRoot(fmt.Sprintf("d%d", i))
+		want[tg] = stagingData(50_000+i, int64(400+i))
+		e.create(s, tg, 0, want[tg])
+	}
+	if st := s.Stats(); st.Pending != 5 {
+		t.Fatalf("stats %+v", st)
+	}
+	drain(t, s, 20*time.Second)
+	for tg, data := range want {
+		e.want(tg, data)
+	}
+	e.wantNothingStaged(s)
+
+	// A Drain cut short leaves the rest staged, for the next start.
+	slow := newStagingEnv(t, emulator.Options{ObjectLatency: time.Second})
+	s2 := slow.open(StagingOptions{WriteBack: time.Hour})
+	slow.create(s2, sharedRoot("late"), 0, []byte("late"))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := s2.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Drain: %v", err)
+	}
+	s2.Close()
+	if len(slow.stagedNames()) != 2 {
+		t.Fatalf("staged files %v", slow.stagedNames())
+	}
+}
+
+// TestStagingFlushWaitsAndUploadsAgain: a change made while an upload is in
+// flight is uploaded after it (the first upload never marks it clean).
+func TestStagingFlushWaitsAndUploadsAgain(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{ObjectLatency: 500 * time.Millisecond})
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	tg := sharedRoot("edited")
+	v1 := stagingData(1<<20, 14)
+	st := e.create(s, tg, 0, v1)
+	first := make(chan error, 1)
+	go func() { first <- s.Flush(context.Background(), st) }()
+	stagingWaitFor(t, 5*time.Second, "the upload to start", func() bool { return s.Stats().Uploading == 1 })
+	v2 := stagingData(1<<20+10, 15)
+	e.write(st, v2)
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, v2)
+	if n := s.Stats().Uploaded; n != 2 {
+		t.Fatalf("%d uploads, want 2", n)
+	}
+	e.wantNothingStaged(s)
+}
+
+// TestStagingOpenFileOutlivesItsUpload: an upload while a writer has the file
+// open (fsync) keeps it staged; a later change is uploaded over it.
+func TestStagingOpenFileOutlivesItsUpload(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: 50 * time.Millisecond})
+	tg := sharedRoot("log.txt")
+	st, err := s.Create(tg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.OpenWriter()
+	e.writeOpen(st, []byte("line 1\n"))
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, []byte("line 1\n"))
+	if s.Lookup(tg) != st {
+		t.Fatal("an open file was dropped from the staging after its upload")
+	}
+	if _, err := st.File().WriteAt([]byte("line 2\n"), 7); err != nil {
+		t.Fatal(err)
+	}
+	st.Touch()
+	time.Sleep(200 * time.Millisecond) // still open: not uploaded
+	e.want(tg, []byte("line 1\n"))
+	st.CloseWriter()
+	stagingWaitFor(t, 10*time.Second, "the second upload", func() bool { return s.Stats().Uploaded == 2 })
+	e.want(tg, []byte("line 1\nline 2\n"))
+	e.wantNothingStaged(s)
+	if n := e.emu.Stats().Codes[451]; n != 0 {
+		t.Fatalf("%d answers 451: the second upload did not overwrite the first", n)
+	}
+}
+
+func (e *stagingEnv) failedTarget(i int) Target {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.targets[i]
+}
+
+// TestStagingRetriesTransientAndGivesUpOnRepeated452: a transient failure the
+// client gave up on is retried by the queue (Flush waits through it); a size
+// mismatch (452) is retried a few times, then kept as failed.
+func TestStagingRetriesTransientAndGivesUpOnRepeated452(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	tg := sharedRoot("flaky")
+	data := stagingData(10_000, 16)
+	st := e.create(s, tg, 0, data)
+	e.emu.InjectError("POST /files", 503, 12) // more than the client's 10 attempts
+	if err := s.Flush(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, data)
+	if n := e.emu.Stats().Codes[503]; n != 12 {
+		t.Fatalf("%d answers 503, want 12", n)
+	}
+
+	tg2 := sharedRoot("mismatch")
+	st2 := e.create(s, tg2, 0, data)
+	e.emu.InjectError("POST /files/{id}/complete", 452, sizeMismatchAttempts)
+	if err := s.Flush(ctx, st2); !api.IsSizeMismatch(err) {
+		t.Fatalf("Flush: %v, want 452", err)
+	}
+	if ents := s.Entries(); len(ents) != 1 || ents[0].State != "failed" || ents[0].Attempts != sizeMismatchAttempts {
+		t.Fatalf("entries %v", ents)
+	}
+	e.absent(tg2)
+	s.Retry()
+	stagingWaitFor(t, 10*time.Second, "the retried upload", func() bool { return s.Stats().Uploaded == 2 })
+	e.want(tg2, data)
+	e.wantNothingStaged(s)
+}
+
+// TestStagingLoadCleansUp: what a crash can leave in the staging directory.
+func TestStagingLoadCleansUp(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	put := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(e.dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := func(name, state string, saved time.Time) string {
+		b, _ := json.Marshal(map[string]any{"area": "shared", "parent_id": 0, "name": name, "state": state, "saved": saved})
+		return string(b)
+	}
+	now := time.Now()
+	put("1.json", rec("a", "pending", now.Add(-time.Minute))) // replaced by 5 (a crash in a rename over it)
+	put("1.data", "old a")
+	put("2.json", "{not json")
+	put("2.data", "kept for a person")
+	put("3.data", "no record: Create did not finish")
+	put("4.json", rec("done", "uploaded", now))
+	put("4.data", "already on the service")
+	put("5.json", rec("a", "pending", now))
+	put("5.data", "new a")
+	put("6.json.tmp", "half written")
+	put("7.json", rec("nodata", "pending", now))
+	put("8.json", rec("failed", "failed", now))
+	put("8.data", "failed before")
+
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	if fi, err := os.Stat(e.dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("staging dir mode %v", fi.Mode())
+	}
+	drain(t, s, 10*time.Second)
+	e.want(sharedRoot("a"), []byte("new a"))
+	e.want(sharedRoot("failed"), []byte("failed before"))
+	e.absent(sharedRoot("done"))
+	e.absent(sharedRoot("nodata"))
+	if got := e.stagedNames(); !slices.Equal(got, []string{"2.data", "2.json.bad"}) {
+		t.Fatalf("staging dir %v", got)
+	}
+
+	// New files are numbered after every file found, records are JSON.
+	st, err := s.Create(Target{Area: Area{Kind: Machine, MachineID: 42}, ParentID: 7, Name: "n.txt"}, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.DeleteAfterUpload(98)
+	var r stagedRecord
+	b, err := os.ReadFile(filepath.Join(e.dir, "9.json"))
+	if err != nil || json.Unmarshal(b, &r) != nil {
+		t.Fatalf("record of the new file: %v", err)
+	}
+	if r.Area != "machine" || r.MachineID != 42 || r.ParentID != 7 || r.Name != "n.txt" || r.Replaces != 99 ||
+		r.State != "pending" || !slices.Equal(r.DeleteAfter, []int64{98}) || r.Saved.IsZero() {
+		t.Fatalf("record %s", b)
+	}
+	for _, name := range []string{"9.json", "9.data"} {
+		if fi, err := os.Stat(filepath.Join(e.dir, name)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", name, fi.Mode(), err)
+		}
+	}
+	if _, err := s.Create(Target{Area: Area{Kind: Recordings}, Name: "x"}, 0); err == nil {
+		t.Fatal("created a file in the recordings")
+	}
+	if err := s.Remove(st); err != nil {
+		t.Fatal(err)
+	}
+}

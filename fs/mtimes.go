@@ -1,0 +1,92 @@
+package fs
+
+import (
+	"sync"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
+)
+
+// The service keeps no modification times: a file's last_modified_date is
+// when it was uploaded. So that rsync -a and cp -p see the times they set
+// (and a second rsync transfers nothing), the mount remembers a time set on a
+// file and shows it while the service's record of that file is the one it
+// first saw after setting it.
+
+// mtimes holds the times users set.
+type mtimes struct {
+	mu      sync.Mutex
+	pending map[cache.Target]time.Time // guarded by mu; set on files not uploaded yet
+	byID    map[int64]*mtimeNote       // guarded by mu; set on service files
+}
+
+type mtimeNote struct {
+	shown time.Time // what the user set
+	seen  time.Time // the service's last_modified_date it holds for; zero until listed
+}
+
+func newMtimes() *mtimes {
+	return &mtimes{pending: map[cache.Target]time.Time{}, byID: map[int64]*mtimeNote{}}
+}
+
+// setPending records a time set on a pending file.
+func (m *mtimes) setPending(t cache.Target, when time.Time) {
+	m.mu.Lock()
+	m.pending[t] = when
+	m.mu.Unlock()
+}
+
+// move follows a pending file renamed.
+func (m *mtimes) move(from, to cache.Target) {
+	m.mu.Lock()
+	if when, ok := m.pending[from]; ok {
+		delete(m.pending, from)
+		m.pending[to] = when
+	}
+	m.mu.Unlock()
+}
+
+// setFile records a time set on a service file, as listed now.
+func (m *mtimes) setFile(f api.File, when time.Time) {
+	m.mu.Lock()
+	m.byID[f.ID] = &mtimeNote{shown: when, seen: f.LastModified}
+	m.mu.Unlock()
+}
+
+// uploaded moves a pending file's time to its service id.
+func (m *mtimes) uploaded(t cache.Target, id int64) {
+	m.mu.Lock()
+	if when, ok := m.pending[t]; ok {
+		delete(m.pending, t)
+		m.byID[id] = &mtimeNote{shown: when}
+	}
+	m.mu.Unlock()
+}
+
+// shown is the time to show for a service file: the one a user set while the
+// service's record is unchanged, else the service's.
+func (m *mtimes) shown(f api.File) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.byID[f.ID]
+	if !ok {
+		return f.LastModified
+	}
+	if n.seen.IsZero() {
+		n.seen = f.LastModified // the first listing after the upload
+	}
+	if !n.seen.Equal(f.LastModified) {
+		delete(m.byID, f.ID) // changed on the service since
+		return f.LastModified
+	}
+	return n.shown
+}
+
+// Uploaded is what the mount does when a staged file reached the service:
+// the folder's cached listing gets the new record, and a time the user set
+// follows it. Wire it as StagingOptions.OnUploaded.
+func (f *FS) Uploaded(t cache.Target, file api.File) {
+	f.mtimes.uploaded(t, file.ID)
+	f.Dirs.Put(cache.DirKey{Area: t.Area, ID: t.ParentID}, file)
+}

@@ -1,0 +1,454 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
+)
+
+// Writes: create, write, truncate and rename work on staging files on local
+// disk (package cache's Staging); a file is uploaded as a whole after its last
+// close and the write-back delay, or at fsync. Folders are created and removed
+// on the service at once.
+
+var (
+	_ gofs.FileWriter      = (*fileHandle)(nil)
+	_ gofs.FileFsyncer     = (*fileHandle)(nil)
+	_ gofs.FileFlusher     = (*fileHandle)(nil)
+	_ gofs.FileGetattrer   = (*fileHandle)(nil)
+	_ gofs.NodeSetattrer   = (*dirNode)(nil)
+	_ gofs.NodeSetxattrer  = (*dirNode)(nil)
+	_ gofs.NodeSetxattrer  = (*fileNode)(nil)
+	_ gofs.NodeListxattrer = (*dirNode)(nil)
+	_ gofs.NodeListxattrer = (*fileNode)(nil)
+)
+
+// writable reports whether changes may be made in an area.
+func (f *FS) writable(a cache.Area) bool {
+	return !f.opts.ReadOnly && f.Staging != nil && a.Kind != cache.Recordings
+}
+
+// stagedIno is the inode number of a file not yet on the service: stable for
+// its folder and name.
+func stagedIno(parent cache.DirKey, name string) uint64 {
+	h := fnv.New64a()
+	var b [24]byte
+	for i, v := range []int64{int64(parent.Area.Kind), parent.Area.MachineID, parent.ID} {
+		for j := 0; j < 8; j++ {
+			b[i*8+j] = byte(v >> (8 * j))
+		}
+	}
+	h.Write(b[:])
+	h.Write([]byte(name))
+	return 1<<62 | h.Sum64()>>2
+}
+
+func (n *dirNode) target(name string) cache.Target {
+	return cache.Target{Area: n.key.Area, ParentID: n.key.ID, Name: name}
+}
+
+// existing is the service file of this folder listed under name, if any.
+func (n *dirNode) existing(ctx context.Context, name string) (api.File, bool) {
+	v, errno := n.load(ctx)
+	if errno != 0 {
+		return api.File{}, false
+	}
+	i, ok := v.byName[name]
+	if !ok || v.files[i].ID <= 0 {
+		return api.File{}, false
+	}
+	return v.files[i], true
+}
+
+// stagedNode returns the inode of a staged file of this folder.
+func (n *dirNode) stagedNode(ctx context.Context, name string, st *cache.Staged) *gofs.Inode {
+	ino := stagedIno(n.key, name)
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == ino {
+		if fn, ok := ch.Operations().(*fileNode); ok {
+			fn.mu.Lock()
+			fn.staged = st
+			fn.mu.Unlock()
+			return ch
+		}
+	}
+	fn := &fileNode{fsys: n.fsys, parent: n.key, staged: st, file: api.File{Name: name}}
+	return n.NewInode(ctx, fn, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
+}
+
+func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	if !n.fsys.writable(n.key.Area) {
+		return nil, nil, 0, syscall.EROFS
+	}
+	if probeName(name) {
+		// Desktop litter (.DS_Store, Thumbs.db...) is never uploaded.
+		return nil, nil, 0, syscall.EACCES
+	}
+	t := n.target(name)
+	st := n.fsys.Staging.Lookup(t)
+	if st == nil {
+		var replaces int64
+		if f, ok := n.existing(ctx, name); ok {
+			if f.IsDir() {
+				return nil, nil, 0, syscall.EISDIR
+			}
+			replaces = f.ID
+		}
+		var err error
+		if st, err = n.fsys.Staging.Create(t, replaces); err != nil {
+			return nil, nil, 0, toErrno(n.fsys.Log, "creating "+n.Path(nil)+"/"+name, err)
+		}
+	} else if err := st.File().Truncate(0); err != nil {
+		return nil, nil, 0, toErrno(n.fsys.Log, "truncating "+name, err)
+	}
+	st.Touch()
+	st.OpenWriter()
+	ch := n.stagedNode(ctx, name, st)
+	fn := ch.Operations().(*fileNode)
+	fn.fillAttr(&out.Attr)
+	return ch, &fileHandle{node: fn, staged: st, writer: true}, 0, 0
+}
+
+func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if !n.fsys.writable(n.key.Area) {
+		return nil, syscall.EROFS
+	}
+	if _, ok := n.existing(ctx, name); ok {
+		return nil, syscall.EEXIST
+	}
+	req := api.CreateDirectoryRequest{ParentID: n.key.ID, Name: name}
+	if n.key.Area.Kind == cache.Machine {
+		req.MachineID = n.key.Area.MachineID
+	}
+	d, err := n.fsys.Client.CreateDirectory(ctx, req)
+	if err != nil {
+		return nil, toErrno(n.fsys.Log, "creating folder "+n.Path(nil)+"/"+name, err)
+	}
+	now := time.Now()
+	f := api.File{ID: d.ID, Name: name, ObjectType: api.ObjectDirectory, ContentType: "directory", ParentID: n.key.ID, LastModified: now}
+	n.fsys.Dirs.Put(n.key, f)
+	// The new folder is empty: no need to list it before its first use.
+	n.fsys.Dirs.Seed(cache.DirKey{Area: n.key.Area, ID: d.ID}, nil)
+	ch := n.child(ctx, name, f)
+	n.fsys.setAttr(&out.Attr, syscall.S_IFDIR|n.fsys.dirMode(), 0, now)
+	return ch, 0
+}
+
+func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	if !n.fsys.writable(n.key.Area) {
+		return syscall.EROFS
+	}
+	found := false
+	if st := n.fsys.Staging.Lookup(n.target(name)); st != nil {
+		if err := n.fsys.Staging.Remove(st); err != nil {
+			return toErrno(n.fsys.Log, "removing "+name, err)
+		}
+		found = true
+	}
+	if f, ok := n.existing(ctx, name); ok {
+		if f.IsDir() {
+			return syscall.EISDIR
+		}
+		if err := n.fsys.Client.DeleteFile(ctx, f.ID); err != nil && !api.IsNotFound(err) {
+			return toErrno(n.fsys.Log, "deleting "+n.Path(nil)+"/"+name, err)
+		}
+		n.fsys.Dirs.Remove(n.key, f.ID)
+		n.fsys.Fetcher.Forget(f.ID)
+		found = true
+	}
+	if !found {
+		return syscall.ENOENT
+	}
+	return 0
+}
+
+// Rmdir removes an empty folder. The service deletes folders recursively, so
+// emptiness is checked against a fresh listing and anything pending here.
+func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if !n.fsys.writable(n.key.Area) {
+		return syscall.EROFS
+	}
+	f, ok := n.existing(ctx, name)
+	if !ok {
+		return syscall.ENOENT
+	}
+	if !f.IsDir() {
+		return syscall.ENOTDIR
+	}
+	key := cache.DirKey{Area: n.key.Area, ID: f.ID}
+	if len(n.fsys.Staging.Pending(key.Area, key.ID)) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	n.fsys.Dirs.Drop(key)
+	l, err := n.fsys.Dirs.List(ctx, key)
+	if err != nil {
+		return toErrno(n.fsys.Log, "listing "+name, err)
+	}
+	if len(l.Files) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	if err := n.fsys.Client.DeleteFile(ctx, f.ID); err != nil && !api.IsNotFound(err) {
+		return toErrno(n.fsys.Log, "deleting folder "+n.Path(nil)+"/"+name, err)
+	}
+	n.fsys.Dirs.Remove(n.key, f.ID)
+	n.fsys.Dirs.Drop(key)
+	return 0
+}
+
+// Rename moves a file. A pending file is renamed locally; a file already on
+// the service is uploaded under the new name, and the old one deleted after
+// that upload succeeded. Folders answer EXDEV, so mv copies them.
+func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	dst, ok := newParent.(*dirNode)
+	if !ok || !n.fsys.writable(n.key.Area) || !n.fsys.writable(dst.key.Area) {
+		return syscall.EROFS
+	}
+	const renameNoreplace, renameExchange = 1, 2
+	if flags&renameExchange != 0 {
+		return syscall.EINVAL
+	}
+	to := dst.target(newName)
+	old, onService := n.existing(ctx, name)
+	if onService && old.IsDir() {
+		return syscall.EXDEV
+	}
+	if flags&renameNoreplace != 0 {
+		if _, ok := dst.existing(ctx, newName); ok || n.fsys.Staging.Lookup(to) != nil {
+			return syscall.EEXIST
+		}
+	}
+	if st := n.fsys.Staging.Lookup(n.target(name)); st != nil {
+		if err := n.fsys.Staging.Rename(st, to); err != nil {
+			return toErrno(n.fsys.Log, "renaming "+name, err)
+		}
+		n.fsys.mtimes.move(n.target(name), to)
+		if onService {
+			// The pending file replaced a service file of the old name: that
+			// one goes when the new name is on the service.
+			st.DeleteAfterUpload(old.ID)
+			n.fsys.Dirs.Hide(old.ID)
+		}
+		return 0
+	}
+	if !onService {
+		return syscall.ENOENT
+	}
+	var replaces int64
+	if f, ok := dst.existing(ctx, newName); ok {
+		if f.IsDir() {
+			return syscall.EISDIR
+		}
+		replaces = f.ID
+	}
+	st, err := n.fsys.Staging.Create(to, replaces)
+	if err != nil {
+		return toErrno(n.fsys.Log, "renaming "+name, err)
+	}
+	st.OpenWriter()
+	if err := n.fsys.copyContent(ctx, old, st.File()); err != nil {
+		st.CloseWriter()
+		n.fsys.Staging.Remove(st)
+		return toErrno(n.fsys.Log, "renaming "+n.Path(nil)+"/"+name, err)
+	}
+	st.DeleteAfterUpload(old.ID)
+	st.SetModTime(n.fsys.mtimes.shown(old))
+	n.fsys.mtimes.setPending(to, n.fsys.mtimes.shown(old))
+	st.Touch()
+	st.CloseWriter()
+	n.fsys.Dirs.Hide(old.ID) // gone from here now; from the service once the new name is there
+	return 0
+}
+
+// copyContent writes the whole content of a service file into w, from the
+// content cache when it has it, fetching what it lacks.
+func (f *FS) copyContent(ctx context.Context, file api.File, w *os.File) error {
+	r, err := f.Fetcher.Open(metaOf(file))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if file.Size == 0 {
+		return w.Truncate(0)
+	}
+	if _, err := r.Ready(ctx, 0, file.Size); err != nil {
+		return err
+	}
+	if err := w.Truncate(0); err != nil {
+		return err
+	}
+	_, err = io.Copy(io.NewOffsetWriter(w, 0), io.NewSectionReader(r.File(), 0, file.Size))
+	return err
+}
+
+// stagedOf is the node's staged file while it is pending. Once uploaded, the
+// node follows its listing again.
+func (n *fileNode) stagedOf() *cache.Staged {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.staged
+	if st != nil && (n.fsys.Staging == nil || n.fsys.Staging.Lookup(st.Target()) != st) {
+		// Uploaded (or removed): the listing now has the file.
+		if n.fsys.Staging != nil {
+			if l, ok := n.fsys.Dirs.Cached(n.parent); ok {
+				for _, f := range l.Files {
+					if f.Name == st.Target().Name {
+						n.file = f
+					}
+				}
+			}
+		}
+		n.staged = nil
+		st = nil
+	}
+	return st
+}
+
+// fillAttr fills a file's attributes: a pending file's from its staging copy.
+func (n *fileNode) fillAttr(a *fuse.Attr) {
+	if st := n.stagedOf(); st != nil {
+		n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), st.Size(), st.ModTime())
+		return
+	}
+	n.mu.Lock()
+	f := n.file
+	n.mu.Unlock()
+	n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), f.Size, n.fsys.mtimes.shown(f))
+}
+
+// stage makes the node's content writable: its pending staging copy, or a
+// new one holding the service's content (none when truncating).
+func (n *fileNode) stage(ctx context.Context, truncate bool) (*cache.Staged, syscall.Errno) {
+	if st := n.stagedOf(); st != nil {
+		return st, 0
+	}
+	n.mu.Lock()
+	f, parent := n.file, n.parent
+	n.mu.Unlock()
+	t := cache.Target{Area: parent.Area, ParentID: parent.ID, Name: f.Name}
+	st, err := n.fsys.Staging.Create(t, f.ID)
+	if err != nil {
+		return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
+	}
+	if !truncate {
+		if err := n.fsys.copyContent(ctx, f, st.File()); err != nil {
+			n.fsys.Staging.Remove(st)
+			return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
+		}
+		st.SetModTime(f.LastModified)
+	}
+	n.mu.Lock()
+	n.staged = st
+	n.mu.Unlock()
+	return st, 0
+}
+
+func (n *fileNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if !n.fsys.writable(n.parentKey().Area) {
+		return syscall.EROFS
+	}
+	if size, ok := in.GetSize(); ok {
+		st, errno := n.stage(ctx, size == 0)
+		if errno != 0 {
+			return errno
+		}
+		if err := st.File().Truncate(int64(size)); err != nil {
+			return toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
+		}
+		st.Touch()
+		if h, ok := fh.(*fileHandle); !ok || !h.writer {
+			// A truncate(2) by path: nothing else will close it.
+			st.OpenWriter()
+			st.CloseWriter()
+		}
+	}
+	if mtime, ok := in.GetMTime(); ok {
+		if st := n.stagedOf(); st != nil {
+			st.SetModTime(mtime)
+			n.fsys.mtimes.setPending(st.Target(), mtime)
+		} else {
+			n.mu.Lock()
+			f := n.file
+			n.mu.Unlock()
+			n.fsys.mtimes.setFile(f, mtime)
+		}
+	}
+	// chmod and chown succeed without effect (cp -a and rsync -a expect it).
+	n.fillAttr(&out.Attr)
+	return 0
+}
+
+func (h *fileHandle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
+	h.node.fillAttr(&out.Attr)
+	return 0
+}
+
+func (h *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if h.staged == nil || !h.writer {
+		return 0, syscall.EBADF
+	}
+	n, err := h.staged.File().WriteAt(data, off)
+	h.staged.Touch()
+	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			return uint32(n), syscall.ENOSPC
+		}
+		return uint32(n), toErrno(h.node.fsys.Log, "writing "+h.node.Path(nil), err)
+	}
+	return uint32(n), 0
+}
+
+// Flush (each close) reports nothing new: the upload happens after the last
+// close; fsync waits for it and reports it.
+func (h *fileHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+func (h *fileHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if h.staged == nil {
+		return 0
+	}
+	if err := h.node.fsys.Staging.Flush(ctx, h.staged); err != nil {
+		return toErrno(h.node.fsys.Log, "uploading "+h.node.Path(nil), err)
+	}
+	return 0
+}
+
+// Folders take chmod, chown and utimes without effect on the service (it
+// keeps no modes, owners or folder times); a time set shows until the next
+// listing. cp -a, rsync -a and mv expect them to succeed.
+func (n *dirNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if !n.fsys.writable(n.key.Area) {
+		return syscall.EROFS
+	}
+	if mtime, ok := in.GetMTime(); ok {
+		n.mu.Lock()
+		n.mtime = mtime
+		n.mu.Unlock()
+	}
+	return n.Getattr(ctx, fh, out)
+}
+
+// Extended attributes are not kept: setting one answers ENOTSUP, which copy
+// tools take as "not supported here" rather than as a failure.
+func (n *dirNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.ENOTSUP
+}
+
+func (n *fileNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.ENOTSUP
+}
+
+func (n *dirNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENODATA
+}
+
+func (n *dirNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) { return 0, 0 }
+
+func (n *fileNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) { return 0, 0 }

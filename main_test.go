@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,4 +284,58 @@ func TestSIGHUPDropsCachedListings(t *testing.T) {
 	if code := d.wait(); code != 0 {
 		t.Fatalf("exit %d: %s", code, d.out)
 	}
+}
+
+// TestCrashLosesNoWrite: files written, the daemon killed before they were
+// uploaded, the next mount of the same cache uploads them all.
+func TestCrashLosesNoWrite(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	c := srv.Credentials()[0]
+	creds := writeCreds(t, c.Endpoint, c.Key, c.Secret)
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", cacheDir, "--write-back", "1h")
+	want := map[string][]byte{}
+	for i := 0; i < 50; i++ {
+		name := fmt.Sprintf("crash-%02d.bin", i)
+		want[name] = bytes.Repeat([]byte{byte(i)}, 1000+i*4099)
+		if err := os.WriteFile(filepath.Join(dir, "shared", name), want[name], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.cmd.Process.Kill()
+	d.wait()
+	if n := srv.Emulator.Stats().Requests["POST /files/{id}/complete"]; n != 0 {
+		t.Fatalf("%d uploads completed before the crash; the test needs none", n)
+	}
+	d2 := startDaemon(t, dir, "--credentials", creds, "--cache-dir", cacheDir)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := 0
+		for name, data := range want {
+			b, err := os.ReadFile(filepath.Join(dir, "shared", name))
+			if err == nil && bytes.Equal(b, data) {
+				got++
+			}
+		}
+		if got == len(want) && srv.Emulator.Stats().Requests["POST /files/{id}/complete"] >= 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 50 files after the restart: %s", got, d2.out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	d2.cmd.Process.Signal(os.Interrupt)
+	if code := d2.wait(); code != 0 {
+		t.Fatalf("exit %d: %s", code, d2.out)
+	}
+	// What the service holds, read through a new mount with an empty cache.
+	d3 := startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--read-only")
+	for name, data := range want {
+		if b, err := os.ReadFile(filepath.Join(dir, "shared", name)); err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("%s on the service differs (%v)", name, err)
+		}
+	}
+	d3.cmd.Process.Signal(os.Interrupt)
+	d3.wait()
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
 )
 
 // settle waits until nothing is staged: every write reached the service.
@@ -304,5 +305,39 @@ func TestStorageFullKeepsTheStagedCopy(t *testing.T) {
 	e.settle()
 	if got := e.serviceBytes("big.bin"); !bytes.Equal(got, randomData(5000, 1)) {
 		t.Fatal("the retried upload differs")
+	}
+}
+
+func TestWritesUnderFaults(t *testing.T) {
+	e := newEnv(t, envOptions{emu: emulator.Options{FaultSeed: 11}})
+	os.ReadDir(e.path("shared"))
+	want := map[string][]byte{}
+	for i := 0; i < 4; i++ {
+		want[fmt.Sprintf("big%d.bin", i)] = randomData(50<<20, int64(i))
+	}
+	for i := 0; i < 500; i++ {
+		want[fmt.Sprintf("small/%03d.txt", i)] = randomData(100+i*13, int64(1000+i))
+	}
+	if err := os.Mkdir(e.path("shared", "small"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.emu.SetFaultRate(0.1)
+	for name, data := range want {
+		if err := os.WriteFile(e.path("shared", name), data, 0o644); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	e.settle()
+	e.emu.SetFaultRate(0)
+	if e.emu.Stats().Objects.Faults == 0 {
+		t.Fatal("no fault was injected")
+	}
+	for name, data := range want {
+		if got := e.serviceBytes(name); !bytes.Equal(got, data) {
+			t.Fatalf("%s differs on the service", name)
+		}
+	}
+	if st := e.staging.Stats(); st.StagedBytes != 0 || st.Pending != 0 {
+		t.Fatalf("left staged: %+v", st)
 	}
 }

@@ -51,7 +51,7 @@ func defaultMountOptions() mountOptions {
 		CacheMaxSize: 10 << 30,
 		DirCacheTime: 30 * time.Second,
 		ReadAhead:    128 << 20,
-		Transfers:    8,
+		Transfers:    16,
 		WriteBack:    2 * time.Second,
 		DrainTimeout: 5 * time.Minute,
 		UID:          uint32(os.Geteuid()),

@@ -5,6 +5,10 @@
 //	benchtool -credentials FILE url PATH        presigned URL of shared/PATH
 //	benchtool -credentials FILE loop DIR OUT    download every file of shared/DIR one by one into OUT
 //	benchtool -credentials FILE stats           the emulator's counters: api=N objects=M
+//	benchtool -credentials FILE create DIR NAME SIZE CHUNK_MB   start an upload: prints the file id, then one part URL a line
+//	benchtool -credentials FILE complete ID ETAG...             complete an upload with its parts' ETags
+//	benchtool -credentials FILE uploadloop SRC DIR              upload every file of local SRC into shared/DIR, one after another
+//	benchtool -credentials FILE count DIR                       how many completed files shared/DIR holds
 package main
 
 import (
@@ -17,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +68,71 @@ func run(credPath string, args []string) error {
 		fmt.Println(link.URL)
 	case args[0] == "loop" && len(args) == 3:
 		return loop(ctx, c, args[1], args[2])
+	case args[0] == "create" && len(args) == 5:
+		dir, err := resolve(ctx, c, args[1])
+		if err != nil {
+			return err
+		}
+		size, err1 := strconv.ParseInt(args[3], 10, 64)
+		chunk, err2 := strconv.ParseInt(args[4], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		res, err := c.CreateFile(ctx, api.CreateFileRequest{ParentID: dir.ID, Name: args[2], ContentType: "application/octet-stream", Size: size, ChunkSizeMB: chunk, Overwrite: true})
+		if err != nil {
+			return err
+		}
+		fmt.Println(res.ID)
+		for _, u := range res.UploadURLs {
+			fmt.Println(u.URL)
+		}
+	case args[0] == "complete" && len(args) >= 3:
+		id, err := strconv.ParseInt(args[1], 10, 64)
+		if err != nil {
+			return err
+		}
+		var parts []api.Part
+		for i, etag := range args[2:] {
+			parts = append(parts, api.Part{PartNumber: i + 1, ETag: etag})
+		}
+		_, err = c.CompleteFile(ctx, id, parts)
+		return err
+	case args[0] == "uploadloop" && len(args) == 3:
+		dir, err := resolve(ctx, c, args[2])
+		if err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(args[1])
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			f, err := os.Open(filepath.Join(args[1], e.Name()))
+			if err != nil {
+				return err
+			}
+			st, _ := f.Stat()
+			_, err = c.Upload(ctx, api.UploadRequest{ParentID: dir.ID, Name: e.Name(), Size: st.Size(), Body: f, Overwrite: true})
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+	case args[0] == "count" && len(args) == 2:
+		dir, err := resolve(ctx, c, args[1])
+		if err != nil {
+			return err
+		}
+		n := 0
+		for f, err := range c.SharedFiles(ctx, api.ListFilesRequest{ParentID: dir.ID}).All() {
+			if err != nil {
+				return err
+			}
+			if !f.IsDir() {
+				n++
+			}
+		}
+		fmt.Println(n)
 	case args[0] == "stats" && len(args) == 1:
 		resp, err := http.Get(strings.TrimRight(creds.Endpoint, "/") + emulator.StatsPath)
 		if err != nil {

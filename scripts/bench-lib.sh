@@ -1,0 +1,65 @@
+# Shared by scripts/bench-read and scripts/bench-write: settings, a work dir,
+# the emulator as its own process with network play, a mount of it, timing.
+# Sourced, not run.
+
+SIZE=${BENCH_SIZE:-1G}
+LAT=${BENCH_LATENCY:-20ms}
+OLAT=${BENCH_OBJECT_LATENCY:-20ms}
+RATE=${BENCH_STREAM_RATE:-100MB/s}
+# The files live on tmpfs when there is room: the figures compare network
+# paths, and a virtual disk's writeback would swamp both sides alike.
+base=/tmp
+if [ "$(df --output=avail -k /dev/shm 2>/dev/null | tail -1)" -gt $((6 * 1024 * 1024)) ] 2>/dev/null; then base=/dev/shm; fi
+work=${BENCH_DIR:-$(mktemp -d "$base/orgfs-$(basename "$0").XXXXXX")}
+mkdir -p "$work"
+emu_pid="" mount_pid=""
+
+cleanup() {
+	if [ -n "$mount_pid" ] && kill -0 "$mount_pid" 2>/dev/null; then
+		kill -INT "$mount_pid" 2>/dev/null || true
+		wait "$mount_pid" 2>/dev/null || true
+	fi
+	fusermount3 -u -z "$work/mnt" 2>/dev/null || true
+	[ -n "$emu_pid" ] && kill "$emu_pid" 2>/dev/null && wait "$emu_pid" 2>/dev/null
+	if [ -n "${BENCH_KEEP:-}" ]; then
+		echo "logs kept in $work (emulator.log, mount.log)" >&2
+		rm -rf "$work/emu" "$work/cache" "$work"/*.bin "$work/src"
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "inf"; else printf "%.2f", a / b }'; }
+mibps() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f", n / s / 1048576 }'; }
+ok() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "met" : "NOT met" }'; }
+waitfor() { for _ in $(seq 1 600); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
+# Each measurement starts with the disk quiet (earlier steps leave data to write back).
+timed() { sync; local t0 t1; t0=$(now); "$@" >/dev/null; t1=$(now); secs "$t0" "$t1"; }
+# best of three, for short measurements
+best3() { local a b c; a=$(timed "$@"); b=$(timed "$@"); c=$(timed "$@"); printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -n | head -1; }
+fstype() { df --output=fstype "$work" | tail -1; }
+
+# start_all builds the tools, starts the emulator (seed bench, network play)
+# and mounts it at $work/mnt; extra arguments go to orgfs mount.
+start_all() {
+	echo "building..." >&2
+	go build -o "$work/orgfs" .
+	go build -o "$work/benchtool" ./scripts/benchtool
+	go build -o "$work/rangefetch" ./scripts/rangefetch
+	echo "starting the emulator..." >&2
+	"$work/orgfs" emulator --listen 127.0.0.1:0 --seed bench --bench-file-size "${BENCH_SEED_SIZE:-$SIZE}" \
+		--latency "$LAT" --object-latency "$OLAT" --stream-rate "$RATE" --step-delay 300ms \
+		--data-dir "$work/emu" --credentials-dir "$work/creds" >"$work/emulator.log" 2>&1 &
+	emu_pid=$!
+	creds="$work/creds/org-a.json"
+	waitfor "$creds"
+	mkdir -p "$work/mnt"
+	"$work/orgfs" mount --credentials "$creds" --cache-dir "$work/cache" --cache-max-size 4G "$@" "$work/mnt" >"$work/mount.log" 2>&1 &
+	mount_pid=$!
+	waitfor "$work/mnt/shared/bench"
+}
+bt() { "$work/benchtool" -credentials "$creds" "$@"; }
+rss_mib() { awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$mount_pid/status"; }

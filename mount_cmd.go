@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -221,13 +222,18 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	}
 	dirs := cache.NewDirs(client, o.DirCacheTime, nil)
 	var staging *cache.Staging
-	var tree *orgfs.FS
-	ready := make(chan struct{}) // resumed uploads may end before the tree exists
+	var tree atomic.Pointer[orgfs.FS] // resumed uploads may end before the tree exists
 	if !o.ReadOnly {
 		// Pending uploads of an earlier run (a crash, a drain cut short) resume now.
 		staging, err = cache.OpenStaging(cache.StagingOptions{
 			Dir: filepath.Join(cacheDir, "staging"), Client: client, WriteBack: o.WriteBack, Transfers: o.Transfers, Log: log,
-			OnUploaded: func(t cache.Target, f api.File) { <-ready; tree.Uploaded(t, f) },
+			OnUploaded: func(t cache.Target, f api.File) {
+				if fsys := tree.Load(); fsys != nil {
+					fsys.Uploaded(t, f)
+				} else {
+					dirs.Put(cache.DirKey{Area: t.Area, ID: t.ParentID}, f)
+				}
+			},
 		})
 		if err != nil {
 			return err
@@ -244,10 +250,10 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 			staging.Close()
 		}()
 	}
-	tree = orgfs.New(orgfs.Deps{Client: client, Dirs: dirs, Fetcher: fetcher, Bundler: bundler, Staging: staging, Log: log},
+	fsys := orgfs.New(orgfs.Deps{Client: client, Dirs: dirs, Fetcher: fetcher, Bundler: bundler, Staging: staging, Log: log},
 		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly})
-	close(ready)
-	server, err := orgfs.Mount(dir, tree, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
+	tree.Store(fsys)
+	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
 	if err != nil {
 		return fmt.Errorf("mounting %s: %w", dir, err)
 	}

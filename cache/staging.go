@@ -40,11 +40,11 @@ import (
 
 // Defaults of StagingOptions.
 const (
-	DefaultWriteBack  = 2 * time.Second
-	DefaultTransfers  = 4
-	DefaultParallel   = 4
-	DefaultMinBackoff = time.Second
-	DefaultMaxBackoff = time.Minute
+	DefaultStagingWriteBack  = 2 * time.Second
+	DefaultStagingTransfers  = 4
+	DefaultStagingParallel   = 4
+	DefaultStagingMinBackoff = time.Second
+	DefaultStagingMaxBackoff = time.Minute
 )
 
 // sizeMismatchAttempts is how many uploads answered 452 (size mismatch) in a
@@ -90,19 +90,19 @@ type StagingOptions struct {
 
 func (o StagingOptions) withDefaults() StagingOptions {
 	if o.WriteBack <= 0 {
-		o.WriteBack = DefaultWriteBack
+		o.WriteBack = DefaultStagingWriteBack
 	}
 	if o.Transfers <= 0 {
-		o.Transfers = DefaultTransfers
+		o.Transfers = DefaultStagingTransfers
 	}
 	if o.Parallel <= 0 {
-		o.Parallel = DefaultParallel
+		o.Parallel = DefaultStagingParallel
 	}
 	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
+		o.MinBackoff = DefaultStagingMinBackoff
 	}
 	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
+		o.MaxBackoff = DefaultStagingMaxBackoff
 	}
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = o.MinBackoff
@@ -1337,12 +1337,15 @@ func (s *Staging) run(up *upload) {
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
-	failed := s.failedLocked(up, err)
+	if s.failedLocked(up, err) && s.onFailed != nil {
+		// Called before the attempt ends, so that a Flush learns the
+		// failure after the mount did.
+		s.mu.Unlock()
+		s.onFailed(up.target, err)
+		s.mu.Lock()
+	}
 	s.endLocked(up)
 	s.mu.Unlock()
-	if failed && s.onFailed != nil {
-		s.onFailed(up.target, err)
-	}
 }
 
 // failedLocked settles a failed upload attempt: retried at once after a 451

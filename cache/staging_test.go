@@ -146,7 +146,7 @@ func (e *stagingEnv) writeOpen(st *Staged, data []byte) {
 	st.Touch()
 }
 
-func sharedRoot(name string) Target { return Target{Area: Area{Kind: Shared}, Name: name} }
+func stagingShared(name string) Target { return Target{Area: Area{Kind: Shared}, Name: name} }
 
 // list returns the files of a folder of the service, by name.
 func (e *stagingEnv) list(area Area, parentID int64) map[string]api.File {
@@ -262,7 +262,7 @@ func stagingData(n int, seed int64) []byte {
 	return b
 }
 
-func drain(t *testing.T, s *Staging, d time.Duration) {
+func stagingDrain(t *testing.T, s *Staging, d time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -274,12 +274,12 @@ func drain(t *testing.T, s *Staging, d time.Duration) {
 func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: 800 * time.Millisecond})
-	text := sharedRoot("notes.txt")
+	text := stagingShared("notes.txt")
 	data := stagingData(100_000, 1)
 	st := e.create(s, text, 0, data)
-	odd := sharedRoot("blob.unknownext")
+	odd := stagingShared("blob.unknownext")
 	e.create(s, odd, 0, stagingData(10, 2))
-	empty := sharedRoot("empty")
+	empty := stagingShared("empty")
 	e.create(s, empty, 0, nil)
 	var machine Target
 	if m := e.emu.Fixtures(emulator.OrgA).StoppedMachine; m != 0 {
@@ -334,7 +334,7 @@ func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 func TestStagingOpenWriterCancelsTheWait(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: 600 * time.Millisecond})
-	tg := sharedRoot("draft.bin")
+	tg := stagingShared("draft.bin")
 	first := stagingData(5000, 4)
 	st := e.create(s, tg, 0, first)
 	time.Sleep(100 * time.Millisecond)
@@ -364,7 +364,7 @@ func TestStagingStorageFullKeepsTheStagedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := e.open(StagingOptions{WriteBack: 100 * time.Millisecond})
-	tg := sharedRoot("big.dat")
+	tg := stagingShared("big.dat")
 	data := stagingData(5000, 6)
 	st := e.create(s, tg, 0, data)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -426,7 +426,7 @@ func TestStagingStorageFullKeepsTheStagedCopy(t *testing.T) {
 	if err := e.emu.SetStorageQuota(emulator.OrgA, 0, 6000); err != nil {
 		t.Fatal(err)
 	}
-	tg2 := sharedRoot("second.dat")
+	tg2 := stagingShared("second.dat")
 	st2 := e.create(s, tg2, 0, stagingData(3000, 7))
 	if err := s.Flush(ctx, st2); !api.IsStorageFull(err) {
 		t.Fatalf("Flush: %v, want 450", err)
@@ -462,20 +462,20 @@ func TestStagingRemovedParentFails(t *testing.T) {
 		t.Fatalf("staged files %v", e.stagedNames())
 	}
 	// Renamed to an existing folder, it goes up.
-	if err := s.Rename(st, sharedRoot("orphan.txt")); err != nil {
+	if err := s.Rename(st, stagingShared("orphan.txt")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	e.want(sharedRoot("orphan.txt"), []byte("hello"))
+	e.want(stagingShared("orphan.txt"), []byte("hello"))
 	e.wantNothingStaged(s)
 }
 
 func TestStagingReplacesOverwrites(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: time.Hour})
-	tg := sharedRoot("doc.txt")
+	tg := stagingShared("doc.txt")
 	old, err := e.emu.CreateFile(emulator.OrgA, 0, 0, tg.Name, bytes.NewReader([]byte("old content")))
 	if err != nil {
 		t.Fatal(err)
@@ -498,7 +498,7 @@ func TestStagingReplacesOverwrites(t *testing.T) {
 func TestStagingNameTakenMeanwhileLastWriterWins(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: time.Hour})
-	tg := sharedRoot("race.txt")
+	tg := stagingShared("race.txt")
 	data := stagingData(3000, 10)
 	st := e.create(s, tg, 0, data)
 	// Someone else creates the name before the upload.
@@ -521,7 +521,7 @@ func TestStagingRenamePending(t *testing.T) {
 	root := Area{Kind: Shared}
 
 	// rsync: a temp file renamed into place before the write-back delay.
-	tmp, final := sharedRoot(".f.Xy12"), sharedRoot("f")
+	tmp, final := stagingShared(".f.Xy12"), stagingShared("f")
 	fData := stagingData(4000, 11)
 	st := e.create(s, tmp, 0, fData)
 	if err := s.Rename(st, final); err != nil {
@@ -532,7 +532,7 @@ func TestStagingRenamePending(t *testing.T) {
 	}
 
 	// Renamed over another pending file: it replaces it.
-	x, y := sharedRoot("x"), sharedRoot("y")
+	x, y := stagingShared("x"), stagingShared("y")
 	e.create(s, x, 0, []byte("xxxx"))
 	sty := e.create(s, y, 0, []byte("yyyyyy"))
 	if err := s.Rename(sty, x); err != nil {
@@ -543,7 +543,7 @@ func TestStagingRenamePending(t *testing.T) {
 	}
 
 	// A file overwriting a service file, renamed: the old name goes.
-	oldT, newT := sharedRoot("old.txt"), sharedRoot("new.txt")
+	oldT, newT := stagingShared("old.txt"), stagingShared("new.txt")
 	oldID, err := e.emu.CreateFile(emulator.OrgA, 0, 0, oldT.Name, strings.NewReader("before"))
 	if err != nil {
 		t.Fatal(err)
@@ -555,7 +555,7 @@ func TestStagingRenamePending(t *testing.T) {
 
 	// Rename of an uploaded file: the content staged under the new name,
 	// the old file deleted once it is up.
-	p, q := sharedRoot("p"), sharedRoot("q")
+	p, q := stagingShared("p"), stagingShared("q")
 	pID, err := e.emu.CreateFile(emulator.OrgA, 0, 0, p.Name, strings.NewReader("pppp"))
 	if err != nil {
 		t.Fatal(err)
@@ -563,7 +563,7 @@ func TestStagingRenamePending(t *testing.T) {
 	stq := e.create(s, q, 0, []byte("pppp"))
 	stq.DeleteAfterUpload(pID)
 
-	drain(t, s, 10*time.Second)
+	stagingDrain(t, s, 10*time.Second)
 	e.want(final, fData)
 	e.absent(tmp)
 	e.want(x, []byte("yyyyyy"))
@@ -581,7 +581,7 @@ func TestStagingRenamePending(t *testing.T) {
 func TestStagingRemoveCancels(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{ObjectLatency: 500 * time.Millisecond})
 	s := e.open(StagingOptions{WriteBack: 200 * time.Millisecond})
-	tg := sharedRoot("scratch")
+	tg := stagingShared("scratch")
 	st := e.create(s, tg, 0, stagingData(1000, 12))
 	if err := s.Remove(st); err != nil {
 		t.Fatal(err)
@@ -594,7 +594,7 @@ func TestStagingRemoveCancels(t *testing.T) {
 	e.wantNothingStaged(s)
 
 	// Removed while its upload is in flight.
-	tg2 := sharedRoot("scratch2")
+	tg2 := stagingShared("scratch2")
 	st2 := e.create(s, tg2, 0, stagingData(1000, 13))
 	done := make(chan error, 1)
 	go func() { done <- s.Flush(context.Background(), st2) }()
@@ -625,12 +625,12 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 			sizes := []int{0, 1, 4096, 300_000, 6 << 20}
 			want := map[Target][]byte{}
 			for i, n := range sizes {
-				tg := sharedRoot(fmt.Sprintf("file-%d", i))
+				tg := stagingShared(fmt.Sprintf("file-%d", i))
 				want[tg] = stagingData(n, int64(100+i))
 				e.create(s1, tg, 0, want[tg])
 			}
 			// One still open for writing at the crash: uploaded as it is.
-			open := sharedRoot("open-at-crash")
+			open := stagingShared("open-at-crash")
 			want[open] = stagingData(70_000, 200)
 			st, err := s1.Create(open, 0)
 			if err != nil {
@@ -649,7 +649,7 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 			e.absent(open)
 
 			s2 := e.open(StagingOptions{}) // resumes at once
-			drain(t, s2, 30*time.Second)
+			stagingDrain(t, s2, 30*time.Second)
 			if got := len(e.onUploaded()); got != len(want) {
 				t.Fatalf("%d staged files uploaded after the restart, want %d", got, len(want))
 			}
@@ -675,7 +675,7 @@ func TestStagingUnderFaults(t *testing.T) {
 		if i >= 30 {
 			n = 12 << 20
 		}
-		tg := sharedRoot(fmt.Sprintf("f%02d.bin", i))
+		tg := stagingShared(fmt.Sprintf("f%02d.bin", i))
 		data := stagingData(n, int64(300+i))
 		mu.Lock()
 		want[tg] = data
@@ -697,7 +697,7 @@ func TestStagingUnderFaults(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	drain(t, s, 60*time.Second)
+	stagingDrain(t, s, 60*time.Second)
 	e.emu.SetFaultRate(0)
 	if faults := e.emu.Stats().Faults; len(faults) == 0 {
 		t.Fatal("no fault was injected")
@@ -719,14 +719,14 @@ func TestStagingDrainWaitsForTheQueue(t *testing.T) {
 	s := e.open(StagingOptions{WriteBack: time.Hour, Transfers: 2})
 	want := map[Target][]byte{}
 	for i := range 5 {
-		tg := sharedRoot(fmt.Sprintf("d%d", i))
+		tg := stagingShared(fmt.Sprintf("d%d", i))
 		want[tg] = stagingData(50_000+i, int64(400+i))
 		e.create(s, tg, 0, want[tg])
 	}
 	if st := s.Stats(); st.Pending != 5 {
 		t.Fatalf("stats %+v", st)
 	}
-	drain(t, s, 20*time.Second)
+	stagingDrain(t, s, 20*time.Second)
 	for tg, data := range want {
 		e.want(tg, data)
 	}
@@ -735,7 +735,7 @@ func TestStagingDrainWaitsForTheQueue(t *testing.T) {
 	// A Drain cut short leaves the rest staged, for the next start.
 	slow := newStagingEnv(t, emulator.Options{ObjectLatency: time.Second})
 	s2 := slow.open(StagingOptions{WriteBack: time.Hour})
-	slow.create(s2, sharedRoot("late"), 0, []byte("late"))
+	slow.create(s2, stagingShared("late"), 0, []byte("late"))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if err := s2.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -752,7 +752,7 @@ func TestStagingDrainWaitsForTheQueue(t *testing.T) {
 func TestStagingFlushWaitsAndUploadsAgain(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{ObjectLatency: 500 * time.Millisecond})
 	s := e.open(StagingOptions{WriteBack: time.Hour})
-	tg := sharedRoot("edited")
+	tg := stagingShared("edited")
 	v1 := stagingData(1<<20, 14)
 	st := e.create(s, tg, 0, v1)
 	first := make(chan error, 1)
@@ -778,7 +778,7 @@ func TestStagingFlushWaitsAndUploadsAgain(t *testing.T) {
 func TestStagingOpenFileOutlivesItsUpload(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: 50 * time.Millisecond})
-	tg := sharedRoot("log.txt")
+	tg := stagingShared("log.txt")
 	st, err := s.Create(tg, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -822,7 +822,7 @@ func TestStagingRetriesTransientAndGivesUpOnRepeated452(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	tg := sharedRoot("flaky")
+	tg := stagingShared("flaky")
 	data := stagingData(10_000, 16)
 	st := e.create(s, tg, 0, data)
 	e.emu.InjectError("POST /files", 503, 12) // more than the client's 10 attempts
@@ -834,7 +834,7 @@ func TestStagingRetriesTransientAndGivesUpOnRepeated452(t *testing.T) {
 		t.Fatalf("%d answers 503, want 12", n)
 	}
 
-	tg2 := sharedRoot("mismatch")
+	tg2 := stagingShared("mismatch")
 	st2 := e.create(s, tg2, 0, data)
 	e.emu.InjectError("POST /files/{id}/complete", 452, sizeMismatchAttempts)
 	if err := s.Flush(ctx, st2); !api.IsSizeMismatch(err) {
@@ -884,11 +884,11 @@ func TestStagingLoadCleansUp(t *testing.T) {
 	if fi, err := os.Stat(e.dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("staging dir mode %v", fi.Mode())
 	}
-	drain(t, s, 10*time.Second)
-	e.want(sharedRoot("a"), []byte("new a"))
-	e.want(sharedRoot("failed"), []byte("failed before"))
-	e.absent(sharedRoot("done"))
-	e.absent(sharedRoot("nodata"))
+	stagingDrain(t, s, 10*time.Second)
+	e.want(stagingShared("a"), []byte("new a"))
+	e.want(stagingShared("failed"), []byte("failed before"))
+	e.absent(stagingShared("done"))
+	e.absent(stagingShared("nodata"))
 	if got := e.stagedNames(); !slices.Equal(got, []string{"2.data", "2.json.bad"}) {
 		t.Fatalf("staging dir %v", got)
 	}

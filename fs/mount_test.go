@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -131,21 +132,26 @@ func (e *testEnv) mount() {
 	if wb == 0 {
 		wb = 50 * time.Millisecond
 	}
-	var tree *FS
-	ready := make(chan struct{}) // resumed uploads may end before the tree exists
+	var tree atomic.Pointer[FS] // resumed uploads may end before the tree exists
 	e.staging, err = cache.OpenStaging(cache.StagingOptions{
 		Dir: filepath.Join(e.cacheDir, "staging"), Client: e.client, WriteBack: wb, Log: testLogger(t),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
-		OnUploaded: func(tg cache.Target, f api.File) { <-ready; tree.Uploaded(tg, f) },
+		OnUploaded: func(tg cache.Target, f api.File) {
+			if t := tree.Load(); t != nil {
+				t.Uploaded(tg, f)
+			} else {
+				e.dirs.Put(cache.DirKey{Area: tg.Area, ID: tg.ParentID}, f)
+			}
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree = New(Deps{Client: e.client, Dirs: e.dirs, Fetcher: e.fetcher, Bundler: e.bundler, Staging: e.staging, Log: testLogger(t)},
+	fsys := New(Deps{Client: e.client, Dirs: e.dirs, Fetcher: e.fetcher, Bundler: e.bundler, Staging: e.staging, Log: testLogger(t)},
 		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: e.opts.readOnly})
-	close(ready)
+	tree.Store(fsys)
 	e.dir = t.TempDir()
-	e.server, err = Mount(e.dir, tree, MountOptions{})
+	e.server, err = Mount(e.dir, fsys, MountOptions{})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}

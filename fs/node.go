@@ -485,20 +485,26 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 		}
 		if truncate {
 			if err := st.File().Truncate(0); err != nil {
+				st.CloseWriter()
 				return nil, 0, toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
 			}
 			st.Touch()
 		}
-		st.OpenWriter()
 		// The kernel's pages of the old content must go.
 		n.mu.Lock()
 		n.kernel = cache.Meta{}
 		n.mu.Unlock()
 		return &fileHandle{node: n, staged: st, writer: true}, 0, 0
 	}
-	if st := n.stagedOf(); st != nil {
-		st.OpenReader()
-		return &fileHandle{node: n, staged: st}, 0, 0
+	if n.stagedOf() != nil {
+		// Acquire keeps the staging copy open for this reader, even if its
+		// upload ends meanwhile.
+		if st := n.fsys.Staging.Acquire(n.targetOf(), false); st != nil {
+			return &fileHandle{node: n, staged: st}, 0, 0
+		}
+	}
+	if _, errno := n.current(ctx); errno != 0 {
+		return nil, 0, errno
 	}
 	n.mu.Lock()
 	f := n.file

@@ -94,7 +94,9 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 		return nil, nil, 0, syscall.EACCES
 	}
 	t := n.target(name)
-	st := n.fsys.Staging.Lookup(t)
+	// Acquire opens a pending file for writing under the queue's lock, so its
+	// upload cannot retire it in between.
+	st := n.fsys.Staging.Acquire(t, true)
 	if st == nil {
 		var replaces int64
 		if f, ok := n.existing(ctx, name); ok {
@@ -107,11 +109,12 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 		if st, err = n.fsys.Staging.Create(t, replaces); err != nil {
 			return nil, nil, 0, toErrno(n.fsys.Log, "creating "+n.Path(nil)+"/"+name, err)
 		}
+		st.OpenWriter()
 	} else if err := st.File().Truncate(0); err != nil {
+		st.CloseWriter()
 		return nil, nil, 0, toErrno(n.fsys.Log, "truncating "+name, err)
 	}
 	st.Touch()
-	st.OpenWriter()
 	ch := n.stagedNode(ctx, name, st)
 	fn := ch.Operations().(*fileNode)
 	fn.fillAttr(&out.Attr)
@@ -227,7 +230,11 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		}
 	}
 	if st := n.fsys.Staging.Lookup(n.target(name)); st != nil {
-		if err := n.fsys.Staging.Rename(st, to); err != nil {
+		var replaces int64
+		if f, ok := dst.existing(ctx, newName); ok && !f.IsDir() {
+			replaces = f.ID
+		}
+		if err := n.fsys.Staging.RenameReplacing(st, to, replaces); err != nil {
 			return toErrno(n.fsys.Log, "renaming "+name, err)
 		}
 		n.fsys.mtimes.move(n.target(name), to)
@@ -312,6 +319,31 @@ func (n *fileNode) stagedOf() *cache.Staged {
 	return st
 }
 
+// current is the service's record of the node's file: after its staging copy
+// was uploaded, the node holds only a placeholder until the listing is read.
+func (n *fileNode) current(ctx context.Context) (api.File, syscall.Errno) {
+	n.stagedOf()
+	n.mu.Lock()
+	f, parent := n.file, n.parent
+	n.mu.Unlock()
+	if f.ID > 0 {
+		return f, 0
+	}
+	l, err := n.fsys.Dirs.List(ctx, parent)
+	if err != nil {
+		return api.File{}, toErrno(n.fsys.Log, "listing for "+n.Path(nil), err)
+	}
+	for _, x := range l.Files {
+		if x.Name == f.Name && !x.IsDir() {
+			n.mu.Lock()
+			n.file = x
+			n.mu.Unlock()
+			return x, 0
+		}
+	}
+	return api.File{}, syscall.ENOENT
+}
+
 // fillAttr fills a file's attributes: a pending file's from its staging copy.
 func (n *fileNode) fillAttr(a *fuse.Attr) {
 	if st := n.stagedOf(); st != nil {
@@ -324,26 +356,42 @@ func (n *fileNode) fillAttr(a *fuse.Attr) {
 	n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), f.Size, n.fsys.mtimes.shown(f))
 }
 
-// stage makes the node's content writable: its pending staging copy, or a
-// new one holding the service's content (none when truncating).
+// targetOf is where the node's file goes on the service.
+func (n *fileNode) targetOf() cache.Target {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.staged != nil {
+		return n.staged.Target()
+	}
+	return cache.Target{Area: n.parent.Area, ParentID: n.parent.ID, Name: n.file.Name}
+}
+
+// stage opens the node's content for writing: its pending staging copy, or a
+// new one holding the service's content (none when truncating). The caller
+// owns a writer of the result and closes it (CloseWriter).
 func (n *fileNode) stage(ctx context.Context, truncate bool) (*cache.Staged, syscall.Errno) {
-	if st := n.stagedOf(); st != nil {
+	if st := n.fsys.Staging.Acquire(n.targetOf(), true); st != nil {
+		n.mu.Lock()
+		n.staged = st
+		n.mu.Unlock()
 		return st, 0
 	}
-	n.mu.Lock()
-	f, parent := n.file, n.parent
-	n.mu.Unlock()
-	t := cache.Target{Area: parent.Area, ParentID: parent.ID, Name: f.Name}
-	st, err := n.fsys.Staging.Create(t, f.ID)
+	f, errno := n.current(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	st, err := n.fsys.Staging.Create(n.targetOf(), f.ID)
 	if err != nil {
 		return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
 	}
+	st.OpenWriter()
 	if !truncate {
 		if err := n.fsys.copyContent(ctx, f, st.File()); err != nil {
+			st.CloseWriter()
 			n.fsys.Staging.Remove(st)
 			return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
 		}
-		st.SetModTime(f.LastModified)
+		st.SetModTime(n.fsys.mtimes.shown(f))
 	}
 	n.mu.Lock()
 	n.staged = st
@@ -360,14 +408,11 @@ func (n *fileNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Set
 		if errno != 0 {
 			return errno
 		}
-		if err := st.File().Truncate(int64(size)); err != nil {
-			return toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
-		}
+		err := st.File().Truncate(int64(size))
 		st.Touch()
-		if h, ok := fh.(*fileHandle); !ok || !h.writer {
-			// A truncate(2) by path: nothing else will close it.
-			st.OpenWriter()
-			st.CloseWriter()
+		st.CloseWriter()
+		if err != nil {
+			return toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
 		}
 	}
 	if mtime, ok := in.GetMTime(); ok {

@@ -38,7 +38,8 @@ ok() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "met" : "NOT met" }'; }
 waitfor() { for _ in $(seq 1 600); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
 # Each measurement starts with the disk quiet (earlier steps leave data to write back).
 timed() { sync; local t0 t1; t0=$(now); "$@" >/dev/null; t1=$(now); secs "$t0" "$t1"; }
-# best of three, for short measurements
+# best of two or three, for noisy or short measurements
+best2() { printf '%s\n%s\n' "$1" "$2" | sort -n | head -1; }
 best3() { local a b c; a=$(timed "$@"); b=$(timed "$@"); c=$(timed "$@"); printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -n | head -1; }
 fstype() { df --output=fstype "$work" | tail -1; }
 
@@ -57,9 +58,23 @@ start_all() {
 	creds="$work/creds/org-a.json"
 	waitfor "$creds"
 	mkdir -p "$work/mnt"
-	"$work/orgfs" mount --credentials "$creds" --cache-dir "$work/cache" --cache-max-size 4G "$@" "$work/mnt" >"$work/mount.log" 2>&1 &
+	mount_args=("$@")
+	start_mount
+}
+
+# start_mount mounts the emulator at $work/mnt with an empty cache.
+start_mount() {
+	rm -rf "$work/cache"
+	"$work/orgfs" mount --credentials "$creds" --cache-dir "$work/cache" --cache-max-size 4G "${mount_args[@]}" "$work/mnt" >>"$work/mount.log" 2>&1 &
 	mount_pid=$!
 	waitfor "$work/mnt/shared/bench"
+}
+
+# remount starts the daemon again, cold: a new process and an empty cache.
+remount() {
+	kill -INT "$mount_pid"
+	wait "$mount_pid" || true
+	start_mount
 }
 bt() { "$work/benchtool" -credentials "$creds" "$@"; }
 rss_mib() { awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$mount_pid/status"; }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 )
@@ -338,4 +343,76 @@ func TestCrashLosesNoWrite(t *testing.T) {
 	}
 	d3.cmd.Process.Signal(os.Interrupt)
 	d3.wait()
+}
+
+// TestSIGUSR1ListsAndRetriesFailedUploads: a permanent failure stays staged
+// and is named in the log; SIGUSR1 lists the queue and retries it.
+func TestSIGUSR1ListsAndRetriesFailedUploads(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	c := srv.Credentials()[0]
+	creds := writeCreds(t, c.Endpoint, c.Key, c.Secret)
+	if err := srv.Emulator.SetStorageQuota(c.Name, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--write-back", "10ms")
+	data := bytes.Repeat([]byte("x"), 5000)
+	if err := os.WriteFile(filepath.Join(dir, "shared", "too-big.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(d.out.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log:\n%s", what, d.out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitLog("too-big.bin") // the failure is logged with the file's path
+	d.cmd.Process.Signal(syscall.SIGUSR1)
+	waitLog("SIGUSR1: upload queue")
+	if !strings.Contains(d.out.String(), "failed") {
+		t.Fatalf("the queue listing does not show the failure:\n%s", d.out)
+	}
+	srv.Emulator.SetStorageQuota(c.Name, 0, 1<<30)
+	d.cmd.Process.Signal(syscall.SIGUSR1)
+	deadline := time.Now().Add(15 * time.Second)
+	for srv.Emulator.Stats().Requests["POST /files/{id}/complete"] == 0 || !uploaded(srv, c.Name, "too-big.bin", len(data)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the retried upload did not arrive:\n%s", d.out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.cmd.Process.Signal(os.Interrupt)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("exit %d: %s", code, d.out)
+	}
+}
+
+// uploaded reports whether shared/name is on the service with size bytes.
+func uploaded(srv *emulator.Server, org, name string, size int) bool {
+	cr := srv.Credentials()[0]
+	for _, x := range srv.Credentials() {
+		if x.Name == org {
+			cr = x
+		}
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	client, err := api.New(api.Credentials{Endpoint: cr.Endpoint, Key: cr.Key, Secret: cr.Secret}, api.Options{Logger: quiet})
+	if err != nil {
+		return false
+	}
+	files, err := client.SharedFiles(context.Background(), api.ListFilesRequest{}).Collect()
+	if err != nil {
+		return false
+	}
+	for _, f := range files {
+		if f.Name == name && f.Size == int64(size) {
+			return true
+		}
+	}
+	return false
 }

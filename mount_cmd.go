@@ -69,7 +69,8 @@ recordings/. Credentials come from --credentials FILE (JSON: endpoint, key,
 secret) or from ORGFS_ENDPOINT, ORGFS_API_KEY and ORGFS_API_SECRET; never from
 the command line. --demo needs none: it runs the emulator in-process with demo
 data. Runs in the foreground; Ctrl-C, SIGTERM or 'fusermount3 -u MOUNTPOINT'
-unmounts; SIGHUP drops the cached listings.`
+unmounts (after pending uploads, up to --drain-timeout); SIGHUP drops the
+cached listings; SIGUSR1 logs the upload queue and retries failed uploads.`
 
 func runMount(args []string, stdout, stderr io.Writer) error {
 	o := defaultMountOptions()
@@ -141,7 +142,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	// Signals are caught from the start: a Ctrl-C just after the mount comes
 	// up must unmount, not leave a dead mount behind.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 
 	var creds api.Credentials
@@ -271,6 +272,18 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 			if s == syscall.SIGHUP {
 				dirs.DropAll()
 				log.Info("SIGHUP: cached listings dropped")
+				continue
+			}
+			if s == syscall.SIGUSR1 {
+				// The upload queue, until .ctl/uploads shows it: log every
+				// file in it and retry the failed ones.
+				if staging != nil {
+					for _, e := range staging.Entries() {
+						log.WithField("upload", e.String()).Info("SIGUSR1: upload queue")
+					}
+					staging.Retry()
+					log.WithField("queue", fmt.Sprintf("%+v", staging.Stats())).Info("SIGUSR1: failed uploads retried")
+				}
 				continue
 			}
 			if detached {

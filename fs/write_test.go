@@ -151,6 +151,16 @@ func TestTreesCpRsyncTar(t *testing.T) {
 	if !strings.Contains(out, "Number of regular files transferred: 0") {
 		t.Errorf("the second rsync transferred files:\n%s", out)
 	}
+	// And again through a new mount.
+	e.unmount()
+	e.mount()
+	for _, top := range []string{"cp-tree", "rsync-tree", "tar-tree"} {
+		for rel, data := range want {
+			if b, err := os.ReadFile(e.path("shared", top, rel)); err != nil || !bytes.Equal(b, data) {
+				t.Fatalf("%s/%s after remount: %v", top, rel, err)
+			}
+		}
+	}
 }
 
 func TestEditInPlace(t *testing.T) {

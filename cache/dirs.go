@@ -237,10 +237,13 @@ func (d *Dirs) Remove(key DirKey, id int64) {
 	})
 }
 
-// edit replaces a cached listing by an edited copy (readers keep the old one).
+// edit replaces a cached listing by an edited copy (readers keep the old
+// one). It bumps the generation: a listing fetched from before the edit is
+// not stored over it.
 func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.gen++
 	l, ok := d.dirs[key]
 	if !ok {
 		return

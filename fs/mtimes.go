@@ -22,8 +22,9 @@ type mtimes struct {
 }
 
 type mtimeNote struct {
-	shown time.Time // what the user set
-	seen  time.Time // the service's last_modified_date it holds for; zero until listed
+	shown       time.Time // what the user set
+	seen        time.Time // the service's last_modified_date it holds for; zero until listed
+	provisional time.Time // the local time of the upload's record, which is not the service's
 }
 
 func newMtimes() *mtimes {
@@ -54,12 +55,14 @@ func (m *mtimes) setFile(f api.File, when time.Time) {
 	m.mu.Unlock()
 }
 
-// uploaded moves a pending file's time to its service id.
-func (m *mtimes) uploaded(t cache.Target, id int64) {
+// uploaded moves a pending file's time to its service id. provisional is
+// the time of the record the mount made itself; the service's own time is
+// learnt from the first real listing.
+func (m *mtimes) uploaded(t cache.Target, id int64, provisional time.Time) {
 	m.mu.Lock()
 	if when, ok := m.pending[t]; ok {
 		delete(m.pending, t)
-		m.byID[id] = &mtimeNote{shown: when}
+		m.byID[id] = &mtimeNote{shown: when, provisional: provisional}
 	}
 	m.mu.Unlock()
 }
@@ -74,6 +77,9 @@ func (m *mtimes) shown(f api.File) time.Time {
 		return f.LastModified
 	}
 	if n.seen.IsZero() {
+		if f.LastModified.Equal(n.provisional) {
+			return n.shown // still the mount's own record of the upload
+		}
 		n.seen = f.LastModified // the first listing after the upload
 	}
 	if !n.seen.Equal(f.LastModified) {
@@ -87,6 +93,6 @@ func (m *mtimes) shown(f api.File) time.Time {
 // the folder's cached listing gets the new record, and a time the user set
 // follows it. Wire it as StagingOptions.OnUploaded.
 func (f *FS) Uploaded(t cache.Target, file api.File) {
-	f.mtimes.uploaded(t, file.ID)
+	f.mtimes.uploaded(t, file.ID, file.LastModified)
 	f.Dirs.Put(cache.DirKey{Area: t.Area, ID: t.ParentID}, file)
 }

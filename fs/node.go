@@ -439,6 +439,8 @@ type fileNode struct {
 	file   api.File      // guarded by mu
 	kernel cache.Meta    // guarded by mu; the version the kernel's page cache may hold
 	staged *cache.Staged // guarded by mu; the pending local copy, while there is one
+
+	stageMu sync.Mutex // held while a staging copy of the file is made
 }
 
 func metaOf(f api.File) cache.Meta {

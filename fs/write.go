@@ -57,17 +57,24 @@ func (n *dirNode) target(name string) cache.Target {
 	return cache.Target{Area: n.key.Area, ParentID: n.key.ID, Name: name}
 }
 
-// existing is the service file of this folder listed under name, if any.
+// existing is the service file of this folder listed under name, if any. A
+// folder that cannot be listed is logged and reported as empty; the callers
+// that must not guess use existingErr.
 func (n *dirNode) existing(ctx context.Context, name string) (api.File, bool) {
+	f, ok, _ := n.existingErr(ctx, name)
+	return f, ok
+}
+
+func (n *dirNode) existingErr(ctx context.Context, name string) (api.File, bool, syscall.Errno) {
 	v, errno := n.load(ctx)
 	if errno != 0 {
-		return api.File{}, false
+		return api.File{}, false, errno
 	}
 	i, ok := v.byName[name]
 	if !ok || v.files[i].ID <= 0 {
-		return api.File{}, false
+		return api.File{}, false, 0
 	}
-	return v.files[i], true
+	return v.files[i], true, 0
 }
 
 // stagedNode returns the inode of a staged file of this folder.
@@ -125,7 +132,13 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if !n.fsys.writable(n.key.Area) {
 		return nil, syscall.EROFS
 	}
-	if _, ok := n.existing(ctx, name); ok {
+	if _, ok, errno := n.existingErr(ctx, name); ok || errno != 0 {
+		if errno != 0 {
+			return nil, errno
+		}
+		return nil, syscall.EEXIST
+	}
+	if n.fsys.Staging.Lookup(n.target(name)) != nil {
 		return nil, syscall.EEXIST
 	}
 	req := api.CreateDirectoryRequest{ParentID: n.key.ID, Name: name}
@@ -157,7 +170,11 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		}
 		found = true
 	}
-	if f, ok := n.existing(ctx, name); ok {
+	f, ok, errno := n.existingErr(ctx, name)
+	if errno != 0 {
+		return errno
+	}
+	if ok {
 		if f.IsDir() {
 			return syscall.EISDIR
 		}
@@ -180,7 +197,10 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !n.fsys.writable(n.key.Area) {
 		return syscall.EROFS
 	}
-	f, ok := n.existing(ctx, name)
+	f, ok, errno := n.existingErr(ctx, name)
+	if errno != 0 {
+		return errno
+	}
 	if !ok {
 		return syscall.ENOENT
 	}
@@ -244,6 +264,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 			st.DeleteAfterUpload(old.ID)
 			n.fsys.Dirs.Hide(old.ID)
 		}
+		n.moved(name, dst, newName, st)
 		return 0
 	}
 	if !onService {
@@ -256,12 +277,19 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		}
 		replaces = f.ID
 	}
+	// The content is fetched before anything at the new name is replaced:
+	// a failed fetch leaves both names as they were.
+	r, err := n.fsys.fetchAll(ctx, old)
+	if err != nil {
+		return toErrno(n.fsys.Log, "renaming "+n.Path(nil)+"/"+name, err)
+	}
+	defer r.Close()
 	st, err := n.fsys.Staging.Create(to, replaces)
 	if err != nil {
 		return toErrno(n.fsys.Log, "renaming "+name, err)
 	}
 	st.OpenWriter()
-	if err := n.fsys.copyContent(ctx, old, st.File()); err != nil {
+	if err := copyFrom(r, old.Size, st.File()); err != nil {
 		st.CloseWriter()
 		n.fsys.Staging.Remove(st)
 		return toErrno(n.fsys.Log, "renaming "+n.Path(nil)+"/"+name, err)
@@ -270,29 +298,54 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	st.SetModTime(n.fsys.mtimes.shown(old))
 	n.fsys.mtimes.setPending(to, n.fsys.mtimes.shown(old))
 	st.Touch()
+	n.moved(name, dst, newName, st)
 	st.CloseWriter()
 	n.fsys.Dirs.Hide(old.ID) // gone from here now; from the service once the new name is there
 	return 0
 }
 
-// copyContent writes the whole content of a service file into w, from the
-// content cache when it has it, fetching what it lacks.
-func (f *FS) copyContent(ctx context.Context, file api.File, w *os.File) error {
+// moved points the inode the kernel moved (go-fuse moves it after Rename
+// returns) at its new folder, name and staging copy, so an open right after
+// the rename writes to the new name.
+func (n *dirNode) moved(name string, dst *dirNode, newName string, st *cache.Staged) {
+	ch := n.GetChild(name)
+	if ch == nil {
+		return
+	}
+	if fn, ok := ch.Operations().(*fileNode); ok {
+		fn.mu.Lock()
+		fn.parent = dst.key
+		fn.file.Name = newName
+		fn.staged = st
+		fn.mu.Unlock()
+	}
+}
+
+// fetchAll makes the whole content of a service file present in the content
+// cache and returns the reader holding it (the caller closes it).
+func (f *FS) fetchAll(ctx context.Context, file api.File) (*cache.Reader, error) {
 	r, err := f.Fetcher.Open(metaOf(file))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer r.Close()
-	if file.Size == 0 {
-		return w.Truncate(0)
+	if file.Size > 0 {
+		if _, err := r.Ready(ctx, 0, file.Size); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
-	if _, err := r.Ready(ctx, 0, file.Size); err != nil {
-		return err
-	}
+	return r, nil
+}
+
+// copyFrom writes the size bytes a fetchAll reader holds into w.
+func copyFrom(r *cache.Reader, size int64, w *os.File) error {
 	if err := w.Truncate(0); err != nil {
 		return err
 	}
-	_, err = io.Copy(io.NewOffsetWriter(w, 0), io.NewSectionReader(r.File(), 0, file.Size))
+	if size == 0 {
+		return nil
+	}
+	_, err := io.Copy(io.NewOffsetWriter(w, 0), io.NewSectionReader(r.File(), 0, size))
 	return err
 }
 
@@ -304,12 +357,13 @@ func (n *fileNode) stagedOf() *cache.Staged {
 	st := n.staged
 	if st != nil && (n.fsys.Staging == nil || n.fsys.Staging.Lookup(st.Target()) != st) {
 		// Uploaded (or removed): the listing now has the file.
-		if n.fsys.Staging != nil {
-			if l, ok := n.fsys.Dirs.Cached(n.parent); ok {
-				for _, f := range l.Files {
-					if f.Name == st.Target().Name {
-						n.file = f
-					}
+		t := st.Target() // where it went, wherever the node was before
+		n.parent = cache.DirKey{Area: t.Area, ID: t.ParentID}
+		n.file = api.File{Name: t.Name} // a placeholder until the listing is read
+		if l, ok := n.fsys.Dirs.Cached(n.parent); ok {
+			for _, f := range l.Files {
+				if f.Name == t.Name && !f.IsDir() {
+					n.file = f
 				}
 			}
 		}
@@ -370,6 +424,10 @@ func (n *fileNode) targetOf() cache.Target {
 // new one holding the service's content (none when truncating). The caller
 // owns a writer of the result and closes it (CloseWriter).
 func (n *fileNode) stage(ctx context.Context, truncate bool) (*cache.Staged, syscall.Errno) {
+	// One staging at a time per file: a second writer waits and then opens
+	// the copy the first made, filled.
+	n.stageMu.Lock()
+	defer n.stageMu.Unlock()
 	if st := n.fsys.Staging.Acquire(n.targetOf(), true); st != nil {
 		n.mu.Lock()
 		n.staged = st
@@ -380,13 +438,22 @@ func (n *fileNode) stage(ctx context.Context, truncate bool) (*cache.Staged, sys
 	if errno != 0 {
 		return nil, errno
 	}
+	var r *cache.Reader
+	if !truncate {
+		// Fetched before the copy exists, so nobody sees it half filled.
+		var err error
+		if r, err = n.fsys.fetchAll(ctx, f); err != nil {
+			return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
+		}
+		defer r.Close()
+	}
 	st, err := n.fsys.Staging.Create(n.targetOf(), f.ID)
 	if err != nil {
 		return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
 	}
 	st.OpenWriter()
-	if !truncate {
-		if err := n.fsys.copyContent(ctx, f, st.File()); err != nil {
+	if r != nil {
+		if err := copyFrom(r, f.Size, st.File()); err != nil {
 			st.CloseWriter()
 			n.fsys.Staging.Remove(st)
 			return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -47,15 +48,16 @@ type testEnv struct {
 }
 
 type envOptions struct {
-	org       string        // default org-a
-	seed      string        // default empty
-	dirTTL    time.Duration // default 1 minute
-	cacheMax  int64
-	perPage   int // listing page size; default 1000
-	emu       emulator.Options
-	bundle    cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
-	readOnly  bool
-	writeBack time.Duration // default 50ms
+	org        string        // default org-a
+	seed       string        // default empty
+	dirTTL     time.Duration // default 1 minute
+	cacheMax   int64
+	perPage    int // listing page size; default 1000
+	emu        emulator.Options
+	bundle     cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
+	readOnly   bool
+	writeBack  time.Duration // default 50ms
+	stagingDir string        // default CACHE/staging
 }
 
 func testLogger(t testing.TB) logrus.FieldLogger {
@@ -134,7 +136,7 @@ func (e *testEnv) mount() {
 	}
 	var tree atomic.Pointer[FS] // resumed uploads may end before the tree exists
 	e.staging, err = cache.OpenStaging(cache.StagingOptions{
-		Dir: filepath.Join(e.cacheDir, "staging"), Client: e.client, WriteBack: wb, Log: testLogger(t),
+		Dir: cmp.Or(e.opts.stagingDir, filepath.Join(e.cacheDir, "staging")), Client: e.client, WriteBack: wb, Log: testLogger(t),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		OnUploaded: func(tg cache.Target, f api.File) {
 			if t := tree.Load(); t != nil {

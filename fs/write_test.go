@@ -351,3 +351,29 @@ func TestWritesUnderFaults(t *testing.T) {
 		t.Fatalf("left staged: %+v", st)
 	}
 }
+
+func TestDesktopLitterIsNotUploaded(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, name := range []string{".DS_Store", "Thumbs.db", "._report.pdf"} {
+		if err := os.WriteFile(e.path("shared", name), []byte("x"), 0o644); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("creating %s: %v, want EACCES", name, err)
+		}
+	}
+	e.settle()
+	if n := e.requests("POST /files"); n != 0 {
+		t.Errorf("desktop files made %d uploads", n)
+	}
+}
+
+func TestFullLocalDiskIsENOSPC(t *testing.T) {
+	staging := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", staging).CombinedOutput(); err != nil {
+		t.Fatalf("a small tmpfs for the staging dir: %v: %s", err, out)
+	}
+	t.Cleanup(func() { syscall.Unmount(staging, syscall.MNT_DETACH) })
+	e := newEnv(t, envOptions{stagingDir: filepath.Join(staging, "s")})
+	err := os.WriteFile(e.path("shared", "huge.bin"), make([]byte, 4<<20), 0o644)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("writing 4 MiB with 1 MiB of local disk: %v, want ENOSPC", err)
+	}
+}

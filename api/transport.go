@@ -149,15 +149,6 @@ func redactURL(u *url.URL) string {
 	return u.Host + u.EscapedPath()
 }
 
-// redactURLString is redactURL for a URL in text form.
-func redactURLString(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	return redactURL(u)
-}
-
 // cleanTransportError strips the URL that net/http puts in its errors (it
 // would carry a presigned URL's signature) and keeps the cause.
 func cleanTransportError(err error) error {

@@ -267,15 +267,13 @@ func (d *Dirs) Seed(key DirKey, files []api.File) {
 	d.dirs[key] = &Listing{Files: files, Fetched: d.now()}
 }
 
-// Hide takes a file out of every listing, cached or fetched from now on: the
-// mount removed it (renamed away) and the service deletes it later.
-func (d *Dirs) Hide(id int64) {
+// Hide takes a file out of its folder's listing, cached now or fetched from
+// now on: the mount removed it (renamed away) and the service deletes it later.
+func (d *Dirs) Hide(key DirKey, id int64) {
 	d.mu.Lock()
 	d.hide[id] = true
-	for k, l := range d.dirs {
-		d.dirs[k] = &Listing{Files: d.visibleLocked(l.Files), Fetched: l.Fetched}
-	}
 	d.mu.Unlock()
+	d.Remove(key, id)
 }
 
 // visibleLocked is files without the hidden ones.

@@ -372,17 +372,16 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 	missing := ff.h.Missing(off, n)
 	ff.startRunsLocked(missing, false, -1)
 	var waits []*pendingBlock
-	ops := map[*fetchOp]bool{}
 	for _, b := range missing {
 		pb, ok := ff.pending[b]
 		if !ok {
 			continue // fetched meanwhile
 		}
-		waits = append(waits, pb)
-		if !ops[pb.op] {
-			ops[pb.op] = true
+		// A read spans a few fetches at most: count it once on each.
+		if len(waits) == 0 || waits[len(waits)-1].op != pb.op {
 			pb.op.waiters++
 		}
+		waits = append(waits, pb)
 	}
 	if r.window > 0 {
 		// Read ahead in whole chunks: as the window slides a read at a time,
@@ -452,13 +451,11 @@ func (ff *fileFetch) startLocked(first, last int64, ahead bool) {
 func (ff *fileFetch) leave(waits []*pendingBlock) {
 	ff.mu.Lock()
 	defer ff.mu.Unlock()
-	seen := map[*fetchOp]bool{}
-	for _, w := range waits {
+	for i, w := range waits {
 		op := w.op
-		if seen[op] {
-			continue
+		if i > 0 && waits[i-1].op == op {
+			continue // counted once per run of blocks of one fetch
 		}
-		seen[op] = true
 		op.waiters--
 		if op.waiters > 0 || op.cancel == nil {
 			continue

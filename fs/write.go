@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"hash/fnv"
 	"io"
@@ -43,11 +44,9 @@ func (f *FS) writable(a cache.Area) bool {
 func stagedIno(parent cache.DirKey, name string) uint64 {
 	h := fnv.New64a()
 	var b [24]byte
-	for i, v := range []int64{int64(parent.Area.Kind), parent.Area.MachineID, parent.ID} {
-		for j := 0; j < 8; j++ {
-			b[i*8+j] = byte(v >> (8 * j))
-		}
-	}
+	binary.LittleEndian.PutUint64(b[0:], uint64(parent.Area.Kind))
+	binary.LittleEndian.PutUint64(b[8:], uint64(parent.Area.MachineID))
+	binary.LittleEndian.PutUint64(b[16:], uint64(parent.ID))
 	h.Write(b[:])
 	h.Write([]byte(name))
 	return 1<<62 | h.Sum64()>>2
@@ -262,7 +261,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 			// The pending file replaced a service file of the old name: that
 			// one goes when the new name is on the service.
 			st.DeleteAfterUpload(old.ID)
-			n.fsys.Dirs.Hide(old.ID)
+			n.fsys.Dirs.Hide(n.key, old.ID)
 		}
 		n.moved(name, dst, newName, st)
 		return 0
@@ -300,7 +299,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	st.Touch()
 	n.moved(name, dst, newName, st)
 	st.CloseWriter()
-	n.fsys.Dirs.Hide(old.ID) // gone from here now; from the service once the new name is there
+	n.fsys.Dirs.Hide(n.key, old.ID) // gone from here now; from the service once the new name is there
 	return 0
 }
 

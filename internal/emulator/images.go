@@ -132,23 +132,17 @@ func (e *Emulator) postImageInstall(c *call) (any, error) {
 	if err := checkImageName(req.Name); err != nil {
 		return nil, err
 	}
-	base := e.catalog.latestBaseImage()
-	if req.BaseImageID != nil {
-		base = e.catalog.baseImage(*req.BaseImageID)
-		if base == nil {
-			return nil, notFound(fmt.Sprintf("base image %d", *req.BaseImageID))
-		}
-	}
-	sw, total, err := e.softwareList(req.SoftwareIDs)
+	inst, err := e.installation(req.BaseImageID, req.SoftwareIDs)
 	if err != nil {
 		return nil, err
 	}
+	base := inst.base
 	im := e.newImage(c, "Template #"+itoa(base.id), "pre_installation")
 	if req.Name != nil && strings.TrimSpace(*req.Name) != "" {
 		im.name = *req.Name
 	}
-	im.software = sw
-	im.sizeGB = roundGB((float64(base.size) + total) * 1.05)
+	im.software = inst.software
+	im.sizeGB = roundGB(inst.bytes)
 	im.status = imgPending
 	im.steps = []step{{at: c.now.Add(e.step), status: imgBuilding}, {at: c.now.Add(2 * e.step), status: imgAvailable}}
 	e.appendLog(c.org, "image_installed", c.org.admin, 0, map[string]any{"image_id": im.id, "image_name": im.name, "base_image_id": base.id, "software_ids": req.SoftwareIDs}, c.now)

@@ -98,18 +98,11 @@ func (e *Emulator) postSeats(c *call) (any, error) {
 	if qty < 1 || qty > 10 {
 		return nil, badRequest("quantity must be between 1 and 10")
 	}
-	base := e.catalog.latestBaseImage()
-	if req.BaseImageID != nil {
-		base = e.catalog.baseImage(*req.BaseImageID)
-		if base == nil {
-			return nil, notFound(fmt.Sprintf("base image %d", *req.BaseImageID))
-		}
-	}
-	sw, total, err := e.softwareList(req.SoftwareIDs)
+	inst, err := e.installation(req.BaseImageID, req.SoftwareIDs)
 	if err != nil {
 		return nil, err
 	}
-	need := (total + float64(base.size)) * 1.05
+	base, sw, need := inst.base, inst.software, inst.bytes
 	if need >= float64(p.diskGB)*1e9 {
 		return nil, badRequest("the plan's disk (%d GB) must exceed the software and base image with a 5%% buffer (%.2f GB)", p.diskGB, need/1e9)
 	}
@@ -129,19 +122,35 @@ func (e *Emulator) postSeats(c *call) (any, error) {
 	return map[string]any{"seats": recs, "count": len(recs)}, nil
 }
 
-// softwareList resolves software ids (400 for an unknown one) and sums their sizes.
-func (e *Emulator) softwareList(ids []int64) ([]*software, float64, error) {
-	var out []*software
-	var total float64
-	for _, id := range ids {
+// installation is a base image with software on it, as an image install and
+// a new computer choose them.
+type installation struct {
+	base     *baseImage
+	software []*software
+	bytes    float64 // base image and software, with the 5% buffer
+}
+
+// installation resolves a base image (nil: the latest; 404 for an unknown
+// one) and software ids (400 for an unknown one).
+func (e *Emulator) installation(baseID *int64, softwareIDs []int64) (installation, error) {
+	base := e.catalog.latestBaseImage()
+	if baseID != nil {
+		if base = e.catalog.baseImage(*baseID); base == nil {
+			return installation{}, notFound(fmt.Sprintf("base image %d", *baseID))
+		}
+	}
+	inst := installation{base: base}
+	total := float64(base.size)
+	for _, id := range softwareIDs {
 		s := e.catalog.softwareByID(id)
 		if s == nil {
-			return nil, 0, badRequest("unknown software id %d", id)
+			return installation{}, badRequest("unknown software id %d", id)
 		}
-		out = append(out, s)
+		inst.software = append(inst.software, s)
 		total += s.size
 	}
-	return out, total, nil
+	inst.bytes = total * 1.05
+	return inst, nil
 }
 
 // addSeat creates an off computer with its storage root. name "" gives

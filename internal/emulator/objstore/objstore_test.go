@@ -665,6 +665,9 @@ func TestObjectLatency(t *testing.T) {
 		resp.Body.Close()
 		t.Error("request beyond its deadline succeeded")
 	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a request cancelled after 50ms returned after %v", d)
+	}
 	// srv2.Close (cleanup) waits for the handler: it must have returned promptly.
 	done := make(chan struct{})
 	go func() { srv2.Close(); close(done) }()

@@ -64,3 +64,19 @@ func (o *Options) New() (*logrus.Logger, io.Closer, error) {
 	}
 	return log, closer, nil
 }
+
+// Discard returns a logger that writes nothing.
+func Discard() *logrus.Logger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+// OrDiscard returns l, or a logger that writes nothing when l is nil: the
+// default of every component's Log option.
+func OrDiscard(l logrus.FieldLogger) logrus.FieldLogger {
+	if l == nil {
+		return Discard()
+	}
+	return l
+}

@@ -1,0 +1,80 @@
+// Package testkit holds what tests across the packages share: the
+// emulator's credentials as a client's, a client, a quiet logger, random
+// bytes and waiting for a condition.
+package testkit
+
+import (
+	"math/rand"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/logging"
+)
+
+// Creds returns the named organization's credentials ("org-a", "org-b") of
+// a running emulator, as the client takes them.
+func Creds(t testing.TB, s *emulator.Server, org string) api.Credentials {
+	t.Helper()
+	for _, c := range s.Credentials() {
+		if c.Name == org {
+			return api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}
+		}
+	}
+	t.Fatalf("the emulator has no organization %q", org)
+	return api.Credentials{}
+}
+
+// Client returns an API client of the named organization of a running
+// emulator, logging nowhere; opts may tune it (its Logger is filled in when
+// nil).
+func Client(t testing.TB, s *emulator.Server, org string, opts api.Options) *api.Client {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = Log(t)
+	}
+	c, err := api.New(Creds(t, s, org), opts)
+	if err != nil {
+		t.Fatalf("api client: %v", err)
+	}
+	return c
+}
+
+// Log is a logger for a test: silent, or debug on standard error under
+// go test -v.
+func Log(t testing.TB) *logrus.Logger {
+	l := logging.Discard()
+	if testing.Verbose() {
+		l.SetOutput(os.Stderr)
+		l.SetLevel(logrus.DebugLevel)
+	}
+	return l
+}
+
+// Quiet is a logger that writes nothing.
+func Quiet() *logrus.Logger { return logging.Discard() }
+
+// RandBytes returns n bytes of a seeded pseudo-random sequence: the same
+// seed gives the same bytes.
+func RandBytes(n int, seed int64) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	return b
+}
+
+// WaitFor polls cond every few milliseconds until it holds, and fails the
+// test naming what it waited for when timeout passes first.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

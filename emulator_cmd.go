@@ -110,6 +110,7 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(stdout, "  %s credentials: %s\n", c.Name, filepath.Join(credDir, c.Name+".json"))
 	}
+	fmt.Fprintf(stdout, "  network play: GET/POST %s%s with the token in %s\n", srv.APIURL, emulator.PlayPath, filepath.Join(credDir, emulator.AdminTokenFile))
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -86,6 +86,7 @@ type Emulator struct {
 	faults    *faults.Injector // API faults
 	objFaults *faults.Injector // object-store faults (a separate sequence of the same seed family)
 	handler   http.Handler
+	net       *network // network play switched at run time
 
 	// constants
 	dataDir    string
@@ -142,6 +143,7 @@ func New(opts Options) (*Emulator, error) {
 		now:      opts.Now,
 		log:      opts.Log.WithField("component", "emulator"),
 		faults:   faults.New(opts.FaultRate, opts.FaultSeed),
+		net:      newNetwork(opts.Latency),
 		step:     opts.StepDelay,
 		catalog:  newCatalog(),
 		nextID:   1000,
@@ -213,6 +215,7 @@ func New(opts Options) (*Emulator, error) {
 // Close waits for asynchronous removals and deletes the data directory when
 // New created it. The emulator must not be used afterwards.
 func (e *Emulator) Close() error {
+	e.net.close()
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()

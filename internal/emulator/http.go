@@ -171,8 +171,8 @@ func (h *apiHandler) routeName(r *http.Request) string {
 func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e := h.e
 	start := time.Now()
-	if e.opts.Latency > 0 {
-		t := time.NewTimer(e.opts.Latency)
+	if d := e.net.apiLatency(); d > 0 {
+		t := time.NewTimer(d)
 		select {
 		case <-r.Context().Done():
 			t.Stop()

@@ -2,6 +2,8 @@ package emulator
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +29,7 @@ type Server struct {
 	Emulator   *Emulator
 	APIURL     string // http://HOST:PORT, without the /organization-management/v1 prefix
 	ObjectsURL string // http://HOST:PORT of the object store
+	AdminToken string // what PlayPath asks for; WriteCredentials writes it to admin-token
 
 	api, objects *http.Server
 	wg           sync.WaitGroup
@@ -57,12 +60,21 @@ func Listen(opts Options, apiAddr, objectsAddr string) (*Server, error) {
 		APIURL:     "http://" + apiLn.Addr().String(),
 		ObjectsURL: "http://" + objLn.Addr().String(),
 	}
+	token := make([]byte, 16)
+	if _, err := rand.Read(token); err != nil {
+		apiLn.Close()
+		objLn.Close()
+		e.Close()
+		return nil, err
+	}
+	s.AdminToken = hex.EncodeToString(token)
 	e.store.SetBaseURL(s.ObjectsURL)
 	mux := http.NewServeMux()
 	mux.Handle("GET "+StatsPath, http.HandlerFunc(e.serveStats))
-	mux.Handle("/", e.Handler())
+	mux.Handle(PlayPath, http.HandlerFunc(s.servePlay))
+	mux.Handle("/", e.withOutages(e.Handler()))
 	s.api = &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
-	s.objects = &http.Server{Handler: e.store, ReadHeaderTimeout: time.Minute}
+	s.objects = &http.Server{Handler: e.withOutages(e.store), ReadHeaderTimeout: time.Minute}
 	for _, p := range []struct {
 		srv *http.Server
 		ln  net.Listener
@@ -91,7 +103,8 @@ func (s *Server) Credentials() []OrgCredentials {
 }
 
 // WriteCredentials writes one credentials file per organization into dir
-// (org-a.json, org-b.json; files 0600, dir 0700, created if missing).
+// (org-a.json, org-b.json) and the admin token of PlayPath (admin-token);
+// files 0600, dir 0700, created if missing.
 func (s *Server) WriteCredentials(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -116,8 +129,11 @@ func (s *Server) WriteCredentials(dir string) error {
 			return err
 		}
 	}
-	return nil
+	return os.WriteFile(filepath.Join(dir, AdminTokenFile), []byte(s.AdminToken+"\n"), 0o600)
 }
+
+// AdminTokenFile is the name of the admin token's file beside the credentials.
+const AdminTokenFile = "admin-token"
 
 // Close stops both listeners, waiting briefly (closeGrace) for requests in
 // flight, and closes the emulator.
@@ -126,6 +142,7 @@ func (s *Server) Close() error {
 		// net/http's Shutdown waits up to 5 s for connections that were
 		// accepted but never carried a request (a client's spare dials):
 		// give requests in flight a short grace, then close everything.
+		s.Emulator.net.close() // requests stalled in a black hole end
 		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
 		defer cancel()
 		var wg sync.WaitGroup

@@ -43,6 +43,13 @@ func New(rate float64, seed int64) *Injector {
 }
 
 // SetRate changes the fault rate (tests turn faults on and off).
+// Rate returns the fault rate in force.
+func (f *Injector) Rate() float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rate
+}
+
 func (f *Injector) SetRate(rate float64) {
 	f.mu.Lock()
 	f.rate = rate

@@ -142,13 +142,13 @@ type Store struct {
 	now    func() time.Time
 
 	// constants, fixed by New
-	dir     string
-	secret  []byte
-	latency time.Duration
-	rate    int64
-	kinds   []faults.Kind // faults rolled per transfer (tests narrow it to one)
+	dir    string
+	secret []byte
+	kinds  []faults.Kind // faults rolled per transfer (tests narrow it to one)
 
-	stats counters
+	stats   counters
+	latency atomic.Int64 // nanoseconds before the first byte of a transfer; SetLatency changes it
+	rate    atomic.Int64 // bytes/s per connection; SetStreamRate changes it
 
 	mu       sync.Mutex
 	base     string             // guarded by mu: URL prefix, no trailing '/'
@@ -204,17 +204,31 @@ func New(opts Options) (*Store, error) {
 		l.SetLevel(logrus.PanicLevel)
 		log = l
 	}
-	return &Store{
-		log:     log,
-		faults:  opts.Faults,
-		now:     now,
-		dir:     dir,
-		secret:  secret,
-		latency: opts.ObjectLatency,
-		rate:    opts.StreamRate,
-		kinds:   []faults.Kind{faults.Status500, faults.Status503, faults.Reset, faults.Drop},
-		meta:    make(map[string]objMeta),
-	}, nil
+	s := &Store{
+		log:    log,
+		faults: opts.Faults,
+		now:    now,
+		dir:    dir,
+		secret: secret,
+		kinds:  []faults.Kind{faults.Status500, faults.Status503, faults.Reset, faults.Drop},
+		meta:   make(map[string]objMeta),
+	}
+	s.SetLatency(opts.ObjectLatency)
+	s.SetStreamRate(opts.StreamRate)
+	return s, nil
+}
+
+// SetLatency changes the delay before the first byte of the transfers that
+// start from now on.
+func (s *Store) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
+
+// SetStreamRate changes the bandwidth (bytes/s, 0 unlimited) of the transfers
+// that start from now on.
+func (s *Store) SetStreamRate(rate int64) { s.rate.Store(rate) }
+
+// Play returns the latency and stream rate in force.
+func (s *Store) Play() (latency time.Duration, rate int64) {
+	return time.Duration(s.latency.Load()), s.rate.Load()
 }
 
 // SetBaseURL tells the store where its handler is reachable ("http://127.0.0.1:PORT"),
@@ -883,7 +897,7 @@ func (x *exchange) get(sr signed) {
 		x.hangUp()
 		return
 	}
-	if sleepCtx(x.r.Context(), x.s.latency) != nil {
+	if sleepCtx(x.r.Context(), time.Duration(x.s.latency.Load())) != nil {
 		return
 	}
 	h := x.w.Header()
@@ -893,7 +907,7 @@ func (x *exchange) get(sr signed) {
 	if sr.filename != "" {
 		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": sr.filename}))
 	}
-	gw := &getWriter{ResponseWriter: x.w, x: x, pace: &pacer{rate: x.s.rate}, cut: -1}
+	gw := &getWriter{ResponseWriter: x.w, x: x, pace: &pacer{rate: x.s.rate.Load()}, cut: -1}
 	http.ServeContent(gw, x.r, "", m.fi.ModTime(), f)
 }
 
@@ -999,10 +1013,10 @@ func (x *exchange) put(sr signed) {
 		return
 	}
 	ctx := x.r.Context()
-	if sleepCtx(ctx, x.s.latency) != nil {
+	if sleepCtx(ctx, time.Duration(x.s.latency.Load())) != nil {
 		return
 	}
-	body := &pacedReader{r: x.r.Body, ctx: ctx, pace: &pacer{rate: x.s.rate}, x: x}
+	body := &pacedReader{r: x.r.Body, ctx: ctx, pace: &pacer{rate: x.s.rate.Load()}, x: x}
 	if x.fault == faults.Reset {
 		limit := x.r.ContentLength
 		if limit <= 0 {

@@ -55,6 +55,10 @@ type Options struct {
 	// AttemptTimeout bounds one API request attempt (not object transfers,
 	// which callers bound with their context).
 	AttemptTimeout time.Duration
+	// IOTimeout cuts any transfer (API or object storage) that waits this
+	// long without a byte moving: no answer, a stalled body, a request body
+	// not taken. The cut is a temporary *StallError, retried by the policy.
+	IOTimeout time.Duration
 	// MaxAttempts bounds the attempts of one call, the first included.
 	MaxAttempts int
 	// MaxRetryTime bounds the time from the first attempt of a call after
@@ -75,6 +79,7 @@ func DefaultOptions() Options {
 		UserAgent:      "orgfs",
 		PerPage:        100,
 		AttemptTimeout: 60 * time.Second,
+		IOTimeout:      60 * time.Second,
 		MaxAttempts:    6,
 		MaxRetryTime:   2 * time.Minute,
 		BaseBackoff:    250 * time.Millisecond,
@@ -88,6 +93,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fill := o.withDefaults()
 	fs.IntVar(&o.PerPage, "api-per-page", fill.PerPage, "records per page of list requests")
 	fs.DurationVar(&o.AttemptTimeout, "api-timeout", fill.AttemptTimeout, "timeout of one API request attempt")
+	fs.DurationVar(&o.IOTimeout, "io-timeout", fill.IOTimeout, "cut a request or transfer that moves no byte for this long (then retried)")
 	fs.IntVar(&o.MaxAttempts, "api-max-attempts", fill.MaxAttempts, "attempts per API call, the first included")
 	fs.DurationVar(&o.MaxRetryTime, "api-max-retry-time", fill.MaxRetryTime, "time after which a failing API call is not retried")
 	fs.DurationVar(&o.BaseBackoff, "api-backoff", fill.BaseBackoff, "first retry backoff (grows exponentially, with jitter)")
@@ -112,6 +118,9 @@ func (o Options) withDefaults() Options {
 	if o.AttemptTimeout == 0 {
 		o.AttemptTimeout = d.AttemptTimeout
 	}
+	if o.IOTimeout == 0 {
+		o.IOTimeout = d.IOTimeout
+	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = d.MaxAttempts
 	}
@@ -135,6 +144,8 @@ func (o Options) Validate() error {
 		return errors.New("api: options: per-page must be at least 1")
 	case o.AttemptTimeout < 0:
 		return errors.New("api: options: the attempt timeout must not be negative")
+	case o.IOTimeout < 0:
+		return errors.New("api: options: the I/O timeout must not be negative")
 	case o.MaxAttempts < 1:
 		return errors.New("api: options: max attempts must be at least 1")
 	case o.MaxRetryTime < 0:
@@ -195,6 +206,8 @@ func New(creds Credentials, opts Options) (*Client, error) {
 	if objBase == nil {
 		objBase = defaultTransport()
 	}
+	apiBase = &stallGuard{base: apiBase, timeout: opts.IOTimeout}
+	objBase = &stallGuard{base: objBase, timeout: opts.IOTimeout}
 	c := &Client{
 		log:   opts.Logger,
 		clock: opts.Clock,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"sync"
@@ -15,14 +14,16 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
-// Lock order: Bundler.mu is taken alone; no request or disk write is made
-// under it.
+// Locks: Bundler.mu, a leaf of the package's lock order (see doc.go): taken
+// alone, never with the content cache's locks, and never held across a
+// request, a disk write or a wait.
 
 // BundleOptions configures a Bundler. Zero values take the defaults.
 type BundleOptions struct {
-	Client  *api.Client
+	Client  Client
 	Content *Content
 	TempDir string // where bundle ZIPs are downloaded before being unpacked
 
@@ -36,6 +37,20 @@ type BundleOptions struct {
 	Idle         time.Duration // a bundle no reader asked about for this long is aborted; default 20s
 	PollInterval time.Duration // first wait between job status polls; default 200ms, growing to 2s
 	Log          logrus.FieldLogger
+}
+
+func (o BundleOptions) withDefaults() BundleOptions {
+	setDefault(&o.SmallFile, 1<<20)
+	setDefault(&o.MaxBytes, 256<<20)
+	setDefault(&o.Trigger, 2)
+	setDefault(&o.MinFiles, 8)
+	setDefault(&o.MaxFiles, 1000)
+	setDefault(&o.Window, 10*time.Second)
+	setDefault(&o.WaitLimit, 30*time.Second)
+	setDefault(&o.Idle, 20*time.Second)
+	setDefault(&o.PollInterval, 200*time.Millisecond)
+	o.Log = logging.OrDiscard(o.Log)
+	return o
 }
 
 // BundleStats are the bundler's counters.
@@ -85,7 +100,7 @@ type bundleJob struct {
 
 // NewBundler makes a bundler.
 func NewBundler(opts BundleOptions) (*Bundler, error) {
-	if opts.Client == nil || opts.Content == nil || opts.TempDir == "" {
+	if missing(opts.Client) || opts.Content == nil || opts.TempDir == "" {
 		return nil, errors.New("cache: a bundler needs a client, a content cache and a temp dir")
 	}
 	// ZIPs a run left behind (it ended while unpacking) are of no use.
@@ -93,35 +108,7 @@ func NewBundler(opts BundleOptions) (*Bundler, error) {
 	if err := os.MkdirAll(opts.TempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	def := func(v *int64, d int64) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&opts.SmallFile, 1<<20)
-	def(&opts.MaxBytes, 256<<20)
-	defInt := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defInt(&opts.Trigger, 2)
-	defInt(&opts.MinFiles, 8)
-	defInt(&opts.MaxFiles, 1000)
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defDur(&opts.Window, 10*time.Second)
-	defDur(&opts.WaitLimit, 30*time.Second)
-	defDur(&opts.Idle, 20*time.Second)
-	defDur(&opts.PollInterval, 200*time.Millisecond)
-	if opts.Log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		opts.Log = l
-	}
+	opts = opts.withDefaults()
 	return &Bundler{opts: opts, folders: map[DirKey]*folderState{}, byFile: map[int64]*bundleJob{}, jobs: map[*bundleJob]bool{}}, nil
 }
 
@@ -144,10 +131,31 @@ func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
 		return
 	}
 	now := time.Now()
-	b.mu.Lock()
-	if b.disabled || b.closed {
+	st := b.noteOpened(dir, f, now)
+	if st == nil {
+		return
+	}
+	// Choose the files, outside the lock (the cache is asked about each).
+	chosen, total := b.choose(files)
+	if len(chosen) < b.opts.MinFiles {
+		// Mostly cached already: do not scan the folder again on every open.
+		b.mu.Lock()
+		st.quietTill = now.Add(b.opts.Window)
+		st.opened = map[int64]time.Time{}
 		b.mu.Unlock()
 		return
+	}
+	b.start(dir, st, chosen, total, now)
+}
+
+// noteOpened counts the opening of small file f in folder dir, and returns
+// the folder's state when enough of its small files were opened lately to
+// start a bundle (nil otherwise).
+func (b *Bundler) noteOpened(dir DirKey, f api.File, now time.Time) *folderState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.disabled || b.closed {
+		return nil
 	}
 	st := b.folders[dir]
 	if st == nil {
@@ -156,8 +164,7 @@ func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
 	}
 	if st.job != nil {
 		st.job.lastInterest = now
-		b.mu.Unlock()
-		return
+		return nil
 	}
 	for id, t := range st.opened {
 		if now.Sub(t) > b.opts.Window {
@@ -165,19 +172,20 @@ func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
 		}
 	}
 	st.opened[f.ID] = now
-	ready := len(st.opened) >= b.opts.Trigger && now.After(st.quietTill)
-	b.mu.Unlock()
-	if !ready {
-		return
+	if len(st.opened) >= b.opts.Trigger && now.After(st.quietTill) {
+		return st
 	}
+	return nil
+}
 
-	// Choose the files, outside the lock (the cache is asked about each).
+// choose picks the files of a listing a bundle would bring: small files not
+// cached yet whose name is unique in the folder, within the bundle's limits.
+func (b *Bundler) choose(files []api.File) (chosen map[string]api.File, total int64) {
 	seen := map[string]int{}
 	for _, x := range files {
 		seen[x.Name]++
 	}
-	chosen := map[string]api.File{}
-	var total int64
+	chosen = map[string]api.File{}
 	for _, x := range files {
 		if x.IsDir() || x.Size > b.opts.SmallFile || seen[x.Name] > 1 || len(chosen) >= b.opts.MaxFiles || total+x.Size > b.opts.MaxBytes {
 			continue
@@ -188,15 +196,12 @@ func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
 		chosen[x.Name] = x
 		total += x.Size
 	}
-	if len(chosen) < b.opts.MinFiles {
-		// Mostly cached already: do not scan the folder again on every open.
-		b.mu.Lock()
-		st.quietTill = now.Add(b.opts.Window)
-		st.opened = map[int64]time.Time{}
-		b.mu.Unlock()
-		return
-	}
+	return chosen, total
+}
 
+// start starts a bundle of the chosen files of folder dir, unless another
+// started meanwhile or the bundler was disabled or closed.
+func (b *Bundler) start(dir DirKey, st *folderState, chosen map[string]api.File, total int64, now time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	job := &bundleJob{folder: dir, files: chosen, waits: map[int64]chan struct{}{}, cancel: cancel, lastInterest: now}
 	b.mu.Lock()

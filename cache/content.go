@@ -1,5 +1,3 @@
-// Package cache holds what orgfs keeps on local disk: the content cache (file
-// contents fetched block by block into sparse files, under a byte budget).
 package cache
 
 import (
@@ -18,10 +16,14 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
-// Lock order: Content.mu before entry.mu. No lock is held across network I/O;
-// disk writes of block data happen under entry.mu only for the bitmap update.
+// Locks: Content.mu, then entry.mu (the last two of the package's lock order,
+// see doc.go). Both are held for small local disk operations (opening,
+// truncating or unlinking an entry's files, writing its record), never across
+// a request; block data is read and written with neither held.
 
 // DefaultBlockSize is the unit in which content is fetched and accounted.
 const DefaultBlockSize = 1 << 20
@@ -32,6 +34,28 @@ type ContentOptions struct {
 	MaxSize   int64  // byte budget over the blocks present; 0 = unlimited
 	BlockSize int64  // default DefaultBlockSize
 	Log       logrus.FieldLogger
+}
+
+func (o ContentOptions) withDefaults() ContentOptions {
+	setDefault(&o.BlockSize, DefaultBlockSize)
+	o.Log = logging.OrDiscard(o.Log)
+	return o
+}
+
+// privateDir creates dir (and its parents) if need be, and makes it 0700.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
+
+// setDefault sets the option *v to d when it is not positive: how every
+// options struct of the package fills in its defaults (withDefaults).
+func setDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // Meta identifies one version of a service file. A cached entry is reused only
@@ -92,8 +116,9 @@ type entry struct {
 	lastUsed time.Time
 }
 
-// record is an entry's bitmap and validity as saved beside its data.
-type record struct {
+// entryRecord is an entry's bitmap and validity as saved beside its data,
+// <id>.json beside <id>.data.
+type entryRecord struct {
 	Meta      Meta      `json:"meta"`
 	BlockSize int64     `json:"block_size"`
 	Present   []uint64  `json:"present"`
@@ -107,18 +132,8 @@ func OpenContent(opts ContentOptions) (*Content, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("cache: no directory")
 	}
-	if opts.BlockSize <= 0 {
-		opts.BlockSize = DefaultBlockSize
-	}
-	if opts.Log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		opts.Log = l
-	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
-	}
-	if err := os.Chmod(opts.Dir, 0o700); err != nil {
+	opts = opts.withDefaults()
+	if err := privateDir(opts.Dir); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	c := &Content{dir: opts.Dir, maxSize: opts.MaxSize, blockSize: opts.BlockSize, log: opts.Log}
@@ -235,7 +250,7 @@ func (c *Content) loadEntry(id int64) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r record
+	var r entryRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
 	}
@@ -448,7 +463,7 @@ func (c *Content) saveLocked(e *entry) error {
 	if !e.dirty {
 		return nil
 	}
-	b, err := json.Marshal(record{Meta: e.meta, BlockSize: c.blockSize, Present: e.present, LastUsed: e.lastUsed})
+	b, err := json.Marshal(entryRecord{Meta: e.meta, BlockSize: c.blockSize, Present: e.present, LastUsed: e.lastUsed})
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,12 @@ package cache
 
 import (
 	"bytes"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 const testBlock = 4096
@@ -20,12 +19,6 @@ func openTest(t *testing.T, dir string, max int64) *Content {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func randBytes(n int, seed int64) []byte {
-	b := make([]byte, n)
-	rand.New(rand.NewSource(seed)).Read(b)
-	return b
 }
 
 // fill writes every block of data into h.
@@ -41,7 +34,7 @@ func fill(t *testing.T, h *Handle, data []byte) {
 
 func TestBlocksAndRead(t *testing.T) {
 	c := openTest(t, t.TempDir(), 0)
-	data := randBytes(3*testBlock+10, 1)
+	data := testkit.RandBytes(3*testBlock+10, 1)
 	m := Meta{ID: 7, Size: int64(len(data)), ModTime: time.Unix(1700000000, 0)}
 	h, err := c.Acquire(m)
 	if err != nil {
@@ -78,7 +71,7 @@ func TestBlocksAndRead(t *testing.T) {
 
 func TestBudgetEvictsLeastRecentlyUsedNotInUse(t *testing.T) {
 	c := openTest(t, t.TempDir(), 3*testBlock)
-	data := randBytes(testBlock, 2)
+	data := testkit.RandBytes(testBlock, 2)
 	acquireFull := func(id int64) *Handle {
 		h, err := c.Acquire(Meta{ID: id, Size: testBlock})
 		if err != nil {
@@ -113,7 +106,7 @@ func TestBudgetEvictsLeastRecentlyUsedNotInUse(t *testing.T) {
 func TestRemountReusesValidEntriesAndDropsChanged(t *testing.T) {
 	dir := t.TempDir()
 	c := openTest(t, dir, 0)
-	data := randBytes(2*testBlock+1, 3)
+	data := testkit.RandBytes(2*testBlock+1, 3)
 	mtime := time.Unix(1700000000, 0).UTC()
 	for _, id := range []int64{10, 11} {
 		h, err := c.Acquire(Meta{ID: id, Size: int64(len(data)), ModTime: mtime})
@@ -191,7 +184,7 @@ func TestModesAndDroppedRecords(t *testing.T) {
 
 func TestInvalidateWhileInUse(t *testing.T) {
 	c := openTest(t, t.TempDir(), 0)
-	old := randBytes(testBlock, 4)
+	old := testkit.RandBytes(testBlock, 4)
 	h, _ := c.Acquire(Meta{ID: 1, Size: testBlock})
 	fill(t, h, old)
 	c.Invalidate(1)
@@ -203,7 +196,7 @@ func TestInvalidateWhileInUse(t *testing.T) {
 	if h2.Complete() {
 		t.Fatal("the new entry inherited the invalidated content")
 	}
-	fresh := randBytes(testBlock, 5)
+	fresh := testkit.RandBytes(testBlock, 5)
 	fill(t, h2, fresh)
 	h.Release() // the old holder's release must not touch the new entry
 	h2.Release()
@@ -214,32 +207,11 @@ func TestInvalidateWhileInUse(t *testing.T) {
 	}
 }
 
-func TestDirsPutAndRemoveEditTheCachedListing(t *testing.T) {
-	d := NewDirs(nil, time.Hour, nil)
-	key := DirKey{Area: Area{Kind: Shared}, ID: 5}
-	d.dirs[key] = &Listing{Files: []api.File{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}, Fetched: time.Now()}
-	before := d.dirs[key]
-	d.Put(key, api.File{ID: 3, Name: "b"}) // replaces by name
-	d.Put(key, api.File{ID: 4, Name: "c"})
-	d.Remove(key, 1)
-	got := d.dirs[key].Files
-	if len(got) != 2 || got[0].ID != 3 || got[1].ID != 4 {
-		t.Fatalf("listing after edits: %+v", got)
-	}
-	if len(before.Files) != 2 || before.Files[0].ID != 1 {
-		t.Fatal("an edit changed a listing a reader holds")
-	}
-	d.Put(DirKey{Area: Area{Kind: Shared}, ID: 99}, api.File{ID: 5})
-	if _, ok := d.dirs[DirKey{Area: Area{Kind: Shared}, ID: 99}]; ok {
-		t.Fatal("Put cached a folder that was not listed")
-	}
-}
-
 func TestSmallFilesCountTheirBytes(t *testing.T) {
 	c := openTest(t, t.TempDir(), 10*testBlock)
 	for id := int64(1); id <= 20; id++ {
 		h, _ := c.Acquire(Meta{ID: id, Size: 1000})
-		if err := h.WriteAll(bytes.NewReader(randBytes(1000, id))); err != nil {
+		if err := h.WriteAll(bytes.NewReader(testkit.RandBytes(1000, id))); err != nil {
 			t.Fatal(err)
 		}
 		h.Release()
@@ -251,7 +223,7 @@ func TestSmallFilesCountTheirBytes(t *testing.T) {
 
 func TestMissingDataFileIsNotServedAsZeros(t *testing.T) {
 	c := openTest(t, t.TempDir(), 0)
-	data := randBytes(2*testBlock, 8)
+	data := testkit.RandBytes(2*testBlock, 8)
 	m := Meta{ID: 3, Size: int64(len(data))}
 	h, _ := c.Acquire(m)
 	fill(t, h, data)
@@ -293,16 +265,5 @@ func TestCacheFromAnotherBootStartsEmpty(t *testing.T) {
 	c3.Close()
 	if _, err := os.Stat(filepath.Join(dir, sessionFile)); !os.IsNotExist(err) {
 		t.Fatal("a clean close left the session mark")
-	}
-}
-
-func TestFetcherChunkFitsASmallReadAhead(t *testing.T) {
-	c := openTest(t, t.TempDir(), 0)
-	f, err := NewFetcher(FetcherOptions{Client: &api.Client{}, Content: c, ReadAhead: 4 * testBlock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.chunk > f.readAhead/2 || f.chunk < testBlock {
-		t.Fatalf("chunk %d with read-ahead %d: read-ahead would never start", f.chunk, f.readAhead)
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/orgfs/orgfs/api"
 )
 
+// Locks: Dirs.mu (a leaf, see doc.go), held over the maps only: never across
+// a listing request or disk I/O.
+
 // AreaKind is one of the service's storage areas.
 type AreaKind int
 
@@ -62,7 +65,7 @@ type DirStats struct {
 // Concurrent requests for the same folder share one fetch.
 type Dirs struct {
 	// dependencies
-	client *api.Client
+	client Client
 	now    func() time.Time
 	// constants
 	ttl time.Duration
@@ -83,12 +86,24 @@ type seatList struct {
 	fetched time.Time
 }
 
-// NewDirs makes a listing cache. ttl 0 caches nothing; now nil is time.Now.
-func NewDirs(client *api.Client, ttl time.Duration, now func() time.Time) *Dirs {
-	if now == nil {
-		now = time.Now
+// dirsOptions are NewDirs's arguments.
+type dirsOptions struct {
+	client Client
+	ttl    time.Duration    // 0 caches nothing
+	now    func() time.Time // default time.Now
+}
+
+func (o dirsOptions) withDefaults() dirsOptions {
+	if o.now == nil {
+		o.now = time.Now
 	}
-	return &Dirs{client: client, ttl: ttl, now: now, dirs: map[DirKey]*Listing{}, hide: map[int64]bool{}}
+	return o
+}
+
+// NewDirs makes a listing cache. ttl 0 caches nothing; now nil is time.Now.
+func NewDirs(client Client, ttl time.Duration, now func() time.Time) *Dirs {
+	o := dirsOptions{client: client, ttl: ttl, now: now}.withDefaults()
+	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, dirs: map[DirKey]*Listing{}, hide: map[int64]bool{}}
 }
 
 // Stats returns the counters.
@@ -208,7 +223,7 @@ func (d *Dirs) DropAll() {
 	d.mu.Unlock()
 }
 
-// Put records a file the mount itself created or changed in its folder's
+// Put adds a file the mount itself created or changed to its folder's
 // cached listing (replacing an entry of the same id or name), so the change
 // shows at once without a new listing. A folder not cached is left alone: its
 // next listing will have the file.

@@ -16,14 +16,19 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
-// Lock order: Fetcher.mu, then Reader.mu, then fileFetch.mu, then Content.mu,
-// then entry.mu. No lock is held across a request.
+// Locks: Fetcher.mu, Reader.mu and fileFetch.mu, the first three of the
+// package's lock order (see doc.go): Fetcher.mu is held while Open acquires a
+// cache entry (Content.mu, entry.mu: the entry's files may be opened and
+// truncated then); Reader.mu and fileFetch.mu while a read is planned (entry.mu
+// within, for the bitmap). None is held across a request, a block's write or
+// the wait for a bundle.
 
 // FetcherOptions configures a Fetcher. Zero values take the defaults.
 type FetcherOptions struct {
-	Client    *api.Client
+	Client    Client
 	Content   *Content
 	Transfers int      // range requests in flight at once, all files together; default 32
 	PerFile   int      // range requests in flight for one file; default 16
@@ -32,6 +37,25 @@ type FetcherOptions struct {
 	Bundler   *Bundler // optional: reads of files a bundle brings wait for it
 	Now       func() time.Time
 	Log       logrus.FieldLogger
+}
+
+// withDefaults fills in the zero fields; the chunk size is then made whole
+// blocks of opts.Content, which must be set.
+func (o FetcherOptions) withDefaults() FetcherOptions {
+	setDefault(&o.Transfers, 32)
+	setDefault(&o.PerFile, 16)
+	setDefault(&o.ReadAhead, 128<<20)
+	setDefault(&o.ChunkSize, 8<<20)
+	bs := o.Content.BlockSize()
+	// A chunk is whole blocks, and at most half the window, so a small
+	// --read-ahead still reads ahead.
+	o.ChunkSize = min(o.ChunkSize, o.ReadAhead/2)
+	o.ChunkSize = max(bs, o.ChunkSize/bs*bs)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Log = logging.OrDiscard(o.Log)
+	return o
 }
 
 // FetchStats are the fetcher's counters.
@@ -54,7 +78,7 @@ var ErrChanged = errors.New("the file changed on the service")
 // version share its fetches.
 type Fetcher struct {
 	// dependencies
-	client  *api.Client
+	client  Client
 	content *Content
 	bundler *Bundler
 	log     logrus.FieldLogger
@@ -90,34 +114,11 @@ const (
 
 // NewFetcher makes a fetcher.
 func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
-	if opts.Client == nil || opts.Content == nil {
+	if missing(opts.Client) || opts.Content == nil {
 		return nil, errors.New("cache: a fetcher needs a client and a content cache")
 	}
-	if opts.Transfers <= 0 {
-		opts.Transfers = 32
-	}
-	if opts.PerFile <= 0 {
-		opts.PerFile = 16
-	}
-	if opts.ReadAhead <= 0 {
-		opts.ReadAhead = 128 << 20
-	}
-	if opts.ChunkSize <= 0 {
-		opts.ChunkSize = 8 << 20
-	}
+	opts = opts.withDefaults()
 	bs := opts.Content.BlockSize()
-	// A chunk is whole blocks, and at most half the window, so a small
-	// --read-ahead still reads ahead.
-	opts.ChunkSize = min(opts.ChunkSize, opts.ReadAhead/2)
-	opts.ChunkSize = max(bs, opts.ChunkSize/bs*bs)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		opts.Log = l
-	}
 	urls, err := lru.New[int64, urlEntry](8192)
 	if err != nil {
 		return nil, err

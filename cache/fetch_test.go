@@ -3,31 +3,35 @@ package cache
 import (
 	"bytes"
 	"context"
-	"io"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
 )
+
+func TestFetcherChunkFitsASmallReadAhead(t *testing.T) {
+	c := openTest(t, t.TempDir(), 0)
+	f, err := NewFetcher(FetcherOptions{Client: newFake(t), Content: c, ReadAhead: 4 * testBlock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.chunk > f.readAhead/2 || f.chunk < testBlock {
+		t.Fatalf("chunk %d with read-ahead %d: read-ahead would never start", f.chunk, f.readAhead)
+	}
+}
 
 // A read that gives up (Ctrl-C) cancels the fetch only it waited for; a read
 // of the same bytes arriving just then fetches them itself and succeeds.
 func TestGivingUpDoesNotFailAnotherReader(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty, StreamRate: 2 << 20})
-	c := srv.Credentials()[0]
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	client, err := api.New(api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}, api.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, _ := srv.Emulator.RootID(c.Name, 0)
-	data := randBytes(1<<20, 3)
-	id, err := srv.Emulator.CreateFile(c.Name, 0, root, "f", bytes.NewReader(data))
+	org := srv.Credentials()[0].Name
+	client := testkit.Client(t, srv, org, api.Options{})
+	root, _ := srv.Emulator.RootID(org, 0)
+	data := testkit.RandBytes(1<<20, 3)
+	id, err := srv.Emulator.CreateFile(org, 0, root, "f", bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +39,7 @@ func TestGivingUpDoesNotFailAnotherReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewFetcher(FetcherOptions{Client: client, Content: content, Log: quiet})
+	f, err := NewFetcher(FetcherOptions{Client: client, Content: content, Log: testkit.Log(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,21 +15,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
 )
 
-// These tests run the staging and its upload queue against the in-process
-// emulator, and check what the service holds, byte for byte.
+// These tests run the staging and its upload queue against a service, and
+// check what it holds, byte for byte: the in-process emulator where the HTTP
+// answers matter (errors, overwrites, faults, content types), the in-memory
+// fake client where only the queue's states and files do.
 
-// stagingEnv is an emulator, a client of org-a and a staging directory.
+// stagingEnv is a service (the emulator or the fake), a client of it and a
+// staging directory.
 type stagingEnv struct {
 	t      *testing.T
-	emu    *emulator.Emulator
-	client *api.Client
+	emu    *emulator.Emulator // the emulator's org-a; nil with the fake
+	fake   *fakeClient        // nil with the emulator
+	client Client
 	dir    string
 
 	mu       sync.Mutex
@@ -39,34 +41,37 @@ type stagingEnv struct {
 	targets  []Target   // targets of the OnFailed calls
 }
 
+// newStagingEnv starts an emulator (empty) for the test.
 func newStagingEnv(t *testing.T, opts emulator.Options) *stagingEnv {
 	t.Helper()
 	opts.Seed = emulator.SeedEmpty
 	if opts.Log == nil {
-		opts.Log = stagingDiscard()
+		opts.Log = testkit.Log(t)
 	}
 	srv := emutest.Start(t, opts)
-	var creds api.Credentials
-	for _, c := range srv.Credentials() {
-		if c.Name == emulator.OrgA {
-			creds = api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}
-		}
-	}
-	client, err := api.New(creds, api.Options{Logger: stagingDiscard(), BaseBackoff: 2 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, MaxAttempts: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := testkit.Client(t, srv, emulator.OrgA, api.Options{BaseBackoff: 2 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, MaxAttempts: 10})
 	return &stagingEnv{t: t, emu: srv.Emulator, client: client, dir: filepath.Join(t.TempDir(), "staging")}
 }
 
-func stagingDiscard() logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	if os.Getenv("ORGFS_TEST_DEBUG") != "" {
-		l.SetOutput(os.Stderr)
-		l.SetLevel(logrus.DebugLevel)
+// newFakeStagingEnv makes an empty fake service for the test.
+func newFakeStagingEnv(t *testing.T) *stagingEnv {
+	t.Helper()
+	fake := newFake(t)
+	return &stagingEnv{t: t, fake: fake, client: fake, dir: filepath.Join(t.TempDir(), "staging")}
+}
+
+// serviceFile puts a file with data at t on the service, as another client
+// would, and returns its id.
+func (e *stagingEnv) serviceFile(t Target, data []byte) int64 {
+	e.t.Helper()
+	if e.fake != nil {
+		return e.fake.put(t.Area, t.ParentID, t.Name, data).ID
 	}
-	return l
+	id, err := e.emu.CreateFile(emulator.OrgA, t.Area.MachineID, t.ParentID, t.Name, bytes.NewReader(data))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
 }
 
 // open opens a Staging on the env's directory, closed when the test ends.
@@ -81,7 +86,7 @@ func (e *stagingEnv) open(opts StagingOptions) *Staging {
 		opts.MinBackoff, opts.MaxBackoff = 10*time.Millisecond, 100*time.Millisecond
 	}
 	if opts.Log == nil {
-		opts.Log = stagingDiscard()
+		opts.Log = testkit.Log(e.t)
 	}
 	opts.OnUploaded = func(t Target, f api.File) {
 		e.mu.Lock()
@@ -194,7 +199,7 @@ func (e *stagingEnv) content(f api.File) []byte {
 	return b
 }
 
-// want checks that the service holds exactly data at t, and returns its record.
+// want checks that the service holds exactly data at t, and returns the file.
 func (e *stagingEnv) want(t Target, data []byte) api.File {
 	e.t.Helper()
 	f, ok := e.list(t.Area, t.ParentID)[t.Name]
@@ -245,21 +250,18 @@ func (e *stagingEnv) wantNothingStaged(s *Staging) {
 	}
 }
 
-func stagingWaitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+// retryAndWant calls Retry and checks that st's upload then succeeds (the
+// uploads since the start reach uploaded): the service holds data at its
+// target, st has no error left, and nothing is staged any more.
+func (e *stagingEnv) retryAndWant(s *Staging, st *Staged, uploaded int64, data []byte) {
+	e.t.Helper()
+	s.Retry()
+	testkit.WaitFor(e.t, 10*time.Second, "the retried upload", func() bool { return s.Stats().Uploaded == uploaded })
+	e.want(st.Target(), data)
+	if err := st.Err(); err != nil {
+		e.t.Fatalf("Err() = %v after the upload", err)
 	}
-}
-
-func stagingData(n int, seed int64) []byte {
-	b := make([]byte, n)
-	rand.New(rand.NewSource(seed)).Read(b)
-	return b
+	e.wantNothingStaged(s)
 }
 
 func stagingDrain(t *testing.T, s *Staging, d time.Duration) {
@@ -275,16 +277,16 @@ func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: 800 * time.Millisecond})
 	text := stagingShared("notes.txt")
-	data := stagingData(100_000, 1)
+	data := testkit.RandBytes(100_000, 1)
 	st := e.create(s, text, 0, data)
 	odd := stagingShared("blob.unknownext")
-	e.create(s, odd, 0, stagingData(10, 2))
+	e.create(s, odd, 0, testkit.RandBytes(10, 2))
 	empty := stagingShared("empty")
 	e.create(s, empty, 0, nil)
 	var machine Target
 	if m := e.emu.Fixtures(emulator.OrgA).StoppedMachine; m != 0 {
 		machine = Target{Area: Area{Kind: Machine, MachineID: m}, Name: "report.pdf"}
-		e.create(s, machine, 0, stagingData(7000, 3))
+		e.create(s, machine, 0, testkit.RandBytes(7000, 3))
 	}
 
 	// Closed, but within the write-back delay: staged, listed, not uploaded.
@@ -301,26 +303,26 @@ func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 		t.Fatalf("entries %v", ents)
 	}
 
-	stagingWaitFor(t, 10*time.Second, "the uploads", func() bool { return s.Stats().Uploaded == int64(3+min(1, len(machine.Name))) })
+	testkit.WaitFor(t, 10*time.Second, "the uploads", func() bool { return s.Stats().Uploaded == int64(3+min(1, len(machine.Name))) })
 	f := e.want(text, data)
 	if !strings.HasPrefix(f.ContentType, "text/plain") {
 		t.Errorf("content type %q", f.ContentType)
 	}
-	if g := e.want(odd, stagingData(10, 2)); g.ContentType != "application/octet-stream" {
+	if g := e.want(odd, testkit.RandBytes(10, 2)); g.ContentType != "application/octet-stream" {
 		t.Errorf("content type %q", g.ContentType)
 	}
 	e.want(empty, nil)
 	if machine.Name != "" {
-		e.want(machine, stagingData(7000, 3))
+		e.want(machine, testkit.RandBytes(7000, 3))
 	}
-	var rec *api.File
+	var up *api.File
 	for _, u := range e.onUploaded() {
 		if u.Name == text.Name {
-			rec = &u
+			up = &u
 		}
 	}
-	if rec == nil || rec.ID != f.ID || rec.Size != int64(len(data)) || rec.LastModified.IsZero() {
-		t.Fatalf("OnUploaded record %+v, listed %+v", rec, f)
+	if up == nil || up.ID != f.ID || up.Size != int64(len(data)) || up.LastModified.IsZero() {
+		t.Fatalf("OnUploaded file %+v, listed %+v", up, f)
 	}
 	if s.Lookup(text) != nil || st.Err() != nil {
 		t.Fatal("still staged after the upload")
@@ -332,10 +334,10 @@ func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 }
 
 func TestStagingOpenWriterCancelsTheWait(t *testing.T) {
-	e := newStagingEnv(t, emulator.Options{})
+	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: 600 * time.Millisecond})
 	tg := stagingShared("draft.bin")
-	first := stagingData(5000, 4)
+	first := testkit.RandBytes(5000, 4)
 	st := e.create(s, tg, 0, first)
 	time.Sleep(100 * time.Millisecond)
 	st.OpenWriter() // reopened within the delay: the wait is cancelled
@@ -347,13 +349,13 @@ func TestStagingOpenWriterCancelsTheWait(t *testing.T) {
 	if ents := s.Entries(); len(ents) != 1 || ents[0].State != "open" {
 		t.Fatalf("entries %v", ents)
 	}
-	second := append(first, stagingData(3000, 5)...)
+	second := append(first, testkit.RandBytes(3000, 5)...)
 	if _, err := st.File().WriteAt(second[len(first):], int64(len(first))); err != nil { // append
 		t.Fatal(err)
 	}
 	st.Touch()
 	st.CloseWriter()
-	stagingWaitFor(t, 10*time.Second, "the upload", func() bool { return s.Stats().Uploaded == 1 })
+	testkit.WaitFor(t, 10*time.Second, "the upload", func() bool { return s.Stats().Uploaded == 1 })
 	e.want(tg, second)
 	e.wantNothingStaged(s)
 }
@@ -365,7 +367,7 @@ func TestStagingStorageFullKeepsTheStagedCopy(t *testing.T) {
 	}
 	s := e.open(StagingOptions{WriteBack: 100 * time.Millisecond})
 	tg := stagingShared("big.dat")
-	data := stagingData(5000, 6)
+	data := testkit.RandBytes(5000, 6)
 	st := e.create(s, tg, 0, data)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -414,26 +416,20 @@ func TestStagingStorageFullKeepsTheStagedCopy(t *testing.T) {
 	if err := e.emu.SetStorageQuota(emulator.OrgA, 0, 1<<30); err != nil {
 		t.Fatal(err)
 	}
-	s.Retry()
-	stagingWaitFor(t, 10*time.Second, "the retried upload", func() bool { return s.Stats().Uploaded == 1 })
-	e.want(tg, data)
-	if st.Err() != nil {
-		t.Fatalf("Err() = %v after the upload", st.Err())
-	}
-	e.wantNothingStaged(s)
+	e.retryAndWant(s, st, 1, data)
 
 	// A file changed after a failure is queued again without Retry.
 	if err := e.emu.SetStorageQuota(emulator.OrgA, 0, 6000); err != nil {
 		t.Fatal(err)
 	}
 	tg2 := stagingShared("second.dat")
-	st2 := e.create(s, tg2, 0, stagingData(3000, 7))
+	st2 := e.create(s, tg2, 0, testkit.RandBytes(3000, 7))
 	if err := s.Flush(ctx, st2); !api.IsStorageFull(err) {
 		t.Fatalf("Flush: %v, want 450", err)
 	}
-	small := stagingData(500, 8)
+	small := testkit.RandBytes(500, 8)
 	e.write(st2, small) // Touch + CloseWriter
-	stagingWaitFor(t, 10*time.Second, "the changed file's upload", func() bool { return s.Stats().Uploaded == 2 })
+	testkit.WaitFor(t, 10*time.Second, "the changed file's upload", func() bool { return s.Stats().Uploaded == 2 })
 	e.want(tg2, small)
 	e.wantNothingStaged(s)
 }
@@ -476,11 +472,8 @@ func TestStagingReplacesOverwrites(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: time.Hour})
 	tg := stagingShared("doc.txt")
-	old, err := e.emu.CreateFile(emulator.OrgA, 0, 0, tg.Name, bytes.NewReader([]byte("old content")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := stagingData(20_000, 9)
+	old := e.serviceFile(tg, []byte("old content"))
+	data := testkit.RandBytes(20_000, 9)
 	st := e.create(s, tg, old, data)
 	if err := s.Flush(context.Background(), st); err != nil {
 		t.Fatal(err)
@@ -499,12 +492,10 @@ func TestStagingNameTakenMeanwhileLastWriterWins(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: time.Hour})
 	tg := stagingShared("race.txt")
-	data := stagingData(3000, 10)
+	data := testkit.RandBytes(3000, 10)
 	st := e.create(s, tg, 0, data)
 	// Someone else creates the name before the upload.
-	if _, err := e.emu.CreateFile(emulator.OrgA, 0, 0, tg.Name, strings.NewReader("theirs")); err != nil {
-		t.Fatal(err)
-	}
+	e.serviceFile(tg, []byte("theirs"))
 	if err := s.Flush(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
@@ -516,13 +507,13 @@ func TestStagingNameTakenMeanwhileLastWriterWins(t *testing.T) {
 }
 
 func TestStagingRenamePending(t *testing.T) {
-	e := newStagingEnv(t, emulator.Options{})
+	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: 200 * time.Millisecond})
 	root := Area{Kind: Shared}
 
 	// rsync: a temp file renamed into place before the write-back delay.
 	tmp, final := stagingShared(".f.Xy12"), stagingShared("f")
-	fData := stagingData(4000, 11)
+	fData := testkit.RandBytes(4000, 11)
 	st := e.create(s, tmp, 0, fData)
 	if err := s.Rename(st, final); err != nil {
 		t.Fatal(err)
@@ -544,10 +535,7 @@ func TestStagingRenamePending(t *testing.T) {
 
 	// A file overwriting a service file, renamed: the old name goes.
 	oldT, newT := stagingShared("old.txt"), stagingShared("new.txt")
-	oldID, err := e.emu.CreateFile(emulator.OrgA, 0, 0, oldT.Name, strings.NewReader("before"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	oldID := e.serviceFile(oldT, []byte("before"))
 	stOld := e.create(s, oldT, oldID, []byte("after"))
 	if err := s.Rename(stOld, newT); err != nil {
 		t.Fatal(err)
@@ -556,10 +544,7 @@ func TestStagingRenamePending(t *testing.T) {
 	// Rename of an uploaded file: the content staged under the new name,
 	// the old file deleted once it is up.
 	p, q := stagingShared("p"), stagingShared("q")
-	pID, err := e.emu.CreateFile(emulator.OrgA, 0, 0, p.Name, strings.NewReader("pppp"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pID := e.serviceFile(p, []byte("pppp"))
 	stq := e.create(s, q, 0, []byte("pppp"))
 	stq.DeleteAfterUpload(pID)
 
@@ -582,7 +567,7 @@ func TestStagingRemoveCancels(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{ObjectLatency: 500 * time.Millisecond})
 	s := e.open(StagingOptions{WriteBack: 200 * time.Millisecond})
 	tg := stagingShared("scratch")
-	st := e.create(s, tg, 0, stagingData(1000, 12))
+	st := e.create(s, tg, 0, testkit.RandBytes(1000, 12))
 	if err := s.Remove(st); err != nil {
 		t.Fatal(err)
 	}
@@ -595,17 +580,17 @@ func TestStagingRemoveCancels(t *testing.T) {
 
 	// Removed while its upload is in flight.
 	tg2 := stagingShared("scratch2")
-	st2 := e.create(s, tg2, 0, stagingData(1000, 13))
+	st2 := e.create(s, tg2, 0, testkit.RandBytes(1000, 13))
 	done := make(chan error, 1)
 	go func() { done <- s.Flush(context.Background(), st2) }()
-	stagingWaitFor(t, 5*time.Second, "the upload to start", func() bool { return s.Stats().Uploading == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the upload to start", func() bool { return s.Stats().Uploading == 1 })
 	if err := s.Remove(st2); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("Flush of a removed file: %v", err)
 	}
-	stagingWaitFor(t, 5*time.Second, "the removed file to be gone", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the removed file to be gone", func() bool {
 		_, ok := e.list(Area{Kind: Shared}, 0)[tg2.Name]
 		return !ok && s.Stats().Uploading == 0
 	})
@@ -620,18 +605,18 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 		close bool // Close, else abandon (SIGKILL: nothing runs at the end)
 	}{{"close", true}, {"abandon", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newStagingEnv(t, emulator.Options{})
+			e := newFakeStagingEnv(t)
 			s1 := e.open(StagingOptions{WriteBack: time.Hour})
 			sizes := []int{0, 1, 4096, 300_000, 6 << 20}
 			want := map[Target][]byte{}
 			for i, n := range sizes {
 				tg := stagingShared(fmt.Sprintf("file-%d", i))
-				want[tg] = stagingData(n, int64(100+i))
+				want[tg] = testkit.RandBytes(n, int64(100+i))
 				e.create(s1, tg, 0, want[tg])
 			}
 			// One still open for writing at the crash: uploaded as it is.
 			open := stagingShared("open-at-crash")
-			want[open] = stagingData(70_000, 200)
+			want[open] = testkit.RandBytes(70_000, 200)
 			st, err := s1.Create(open, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -676,7 +661,7 @@ func TestStagingUnderFaults(t *testing.T) {
 			n = 12 << 20
 		}
 		tg := stagingShared(fmt.Sprintf("f%02d.bin", i))
-		data := stagingData(n, int64(300+i))
+		data := testkit.RandBytes(n, int64(300+i))
 		mu.Lock()
 		want[tg] = data
 		mu.Unlock()
@@ -715,12 +700,12 @@ func TestStagingUnderFaults(t *testing.T) {
 }
 
 func TestStagingDrainWaitsForTheQueue(t *testing.T) {
-	e := newStagingEnv(t, emulator.Options{})
+	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: time.Hour, Transfers: 2})
 	want := map[Target][]byte{}
 	for i := range 5 {
 		tg := stagingShared(fmt.Sprintf("d%d", i))
-		want[tg] = stagingData(50_000+i, int64(400+i))
+		want[tg] = testkit.RandBytes(50_000+i, int64(400+i))
 		e.create(s, tg, 0, want[tg])
 	}
 	if st := s.Stats(); st.Pending != 5 {
@@ -733,7 +718,9 @@ func TestStagingDrainWaitsForTheQueue(t *testing.T) {
 	e.wantNothingStaged(s)
 
 	// A Drain cut short leaves the rest staged, for the next start.
-	slow := newStagingEnv(t, emulator.Options{ObjectLatency: time.Second})
+	slow := newFakeStagingEnv(t)
+	release := slow.fake.hold("Upload")
+	defer release()
 	s2 := slow.open(StagingOptions{WriteBack: time.Hour})
 	slow.create(s2, stagingShared("late"), 0, []byte("late"))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -748,18 +735,21 @@ func TestStagingDrainWaitsForTheQueue(t *testing.T) {
 }
 
 // TestStagingFlushWaitsAndUploadsAgain: a change made while an upload is in
-// flight is uploaded after it (the first upload never marks it clean).
+// flight is uploaded after it (the first upload never marks it uploaded).
 func TestStagingFlushWaitsAndUploadsAgain(t *testing.T) {
-	e := newStagingEnv(t, emulator.Options{ObjectLatency: 500 * time.Millisecond})
+	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: time.Hour})
+	release := e.fake.hold("Upload")
+	defer release()
 	tg := stagingShared("edited")
-	v1 := stagingData(1<<20, 14)
+	v1 := testkit.RandBytes(1<<20, 14)
 	st := e.create(s, tg, 0, v1)
 	first := make(chan error, 1)
 	go func() { first <- s.Flush(context.Background(), st) }()
-	stagingWaitFor(t, 5*time.Second, "the upload to start", func() bool { return s.Stats().Uploading == 1 })
-	v2 := stagingData(1<<20+10, 15)
+	testkit.WaitFor(t, 5*time.Second, "the upload to start", func() bool { return s.Stats().Uploading == 1 })
+	v2 := testkit.RandBytes(1<<20+10, 15)
 	e.write(st, v2)
+	release()
 	if err := s.Flush(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
@@ -799,7 +789,7 @@ func TestStagingOpenFileOutlivesItsUpload(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // still open: not uploaded
 	e.want(tg, []byte("line 1\n"))
 	st.CloseWriter()
-	stagingWaitFor(t, 10*time.Second, "the second upload", func() bool { return s.Stats().Uploaded == 2 })
+	testkit.WaitFor(t, 10*time.Second, "the second upload", func() bool { return s.Stats().Uploaded == 2 })
 	e.want(tg, []byte("line 1\nline 2\n"))
 	e.wantNothingStaged(s)
 	if n := e.emu.Stats().Codes[451]; n != 0 {
@@ -823,7 +813,7 @@ func TestStagingRetriesTransientAndGivesUpOnRepeated452(t *testing.T) {
 	defer cancel()
 
 	tg := stagingShared("flaky")
-	data := stagingData(10_000, 16)
+	data := testkit.RandBytes(10_000, 16)
 	st := e.create(s, tg, 0, data)
 	e.emu.InjectError("POST /files", 503, 12) // more than the client's 10 attempts
 	if err := s.Flush(ctx, st); err != nil {
@@ -844,15 +834,12 @@ func TestStagingRetriesTransientAndGivesUpOnRepeated452(t *testing.T) {
 		t.Fatalf("entries %v", ents)
 	}
 	e.absent(tg2)
-	s.Retry()
-	stagingWaitFor(t, 10*time.Second, "the retried upload", func() bool { return s.Stats().Uploaded == 2 })
-	e.want(tg2, data)
-	e.wantNothingStaged(s)
+	e.retryAndWant(s, st2, 2, data)
 }
 
 // TestStagingLoadCleansUp: what a crash can leave in the staging directory.
 func TestStagingLoadCleansUp(t *testing.T) {
-	e := newStagingEnv(t, emulator.Options{})
+	e := newFakeStagingEnv(t)
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

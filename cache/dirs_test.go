@@ -1,0 +1,176 @@
+package cache
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// These tests run the listing cache against the in-memory fake client.
+
+func TestDirsPutAndRemoveEditTheCachedListing(t *testing.T) {
+	d := NewDirs(nil, time.Hour, nil)
+	key := DirKey{Area: Area{Kind: Shared}, ID: 5}
+	d.dirs[key] = &Listing{Files: []api.File{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}, Fetched: time.Now()}
+	before := d.dirs[key]
+	d.Put(key, api.File{ID: 3, Name: "b"}) // replaces by name
+	d.Put(key, api.File{ID: 4, Name: "c"})
+	d.Remove(key, 1)
+	got := d.dirs[key].Files
+	if len(got) != 2 || got[0].ID != 3 || got[1].ID != 4 {
+		t.Fatalf("listing after edits: %+v", got)
+	}
+	if len(before.Files) != 2 || before.Files[0].ID != 1 {
+		t.Fatal("an edit changed a listing a reader holds")
+	}
+	d.Put(DirKey{Area: Area{Kind: Shared}, ID: 99}, api.File{ID: 5})
+	if _, ok := d.dirs[DirKey{Area: Area{Kind: Shared}, ID: 99}]; ok {
+		t.Fatal("Put cached a folder that was not listed")
+	}
+}
+
+// names lists a folder through d and returns its entries' names.
+func names(t *testing.T, d *Dirs, key DirKey) []string {
+	t.Helper()
+	l, err := d.List(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range l.Files {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+func TestDirsListEachAreaAndCacheForTheTTL(t *testing.T) {
+	fake := newFake(t)
+	shared, machine, recs := Area{Kind: Shared}, Area{Kind: Machine, MachineID: 7}, Area{Kind: Recordings}
+	sub := fake.mkdir(shared, 0, "sub")
+	fake.put(shared, 0, "a", []byte("a"))
+	fake.put(shared, sub.ID, "in-sub", nil)
+	fake.put(machine, 0, "m", nil)
+	fake.put(recs, 0, "r.mp4", nil)
+	clock := emutest.NewClock(time.Unix(1700000000, 0))
+	d := NewDirs(fake, time.Minute, clock.Now)
+
+	for _, tc := range []struct {
+		key    DirKey
+		method string
+		want   []string
+	}{
+		{DirKey{Area: shared}, "SharedFiles", []string{"sub", "a"}},
+		{DirKey{Area: shared, ID: sub.ID}, "SharedFiles", []string{"in-sub"}},
+		{DirKey{Area: machine}, "MachineFiles", []string{"m"}},
+		{DirKey{Area: recs}, "Recordings", []string{"r.mp4"}},
+	} {
+		before := fake.count(tc.method)
+		for range 2 {
+			if got := names(t, d, tc.key); !slices.Equal(got, tc.want) {
+				t.Fatalf("%v: %v, want %v", tc.key, got, tc.want)
+			}
+		}
+		if n := fake.count(tc.method) - before; n != 1 {
+			t.Fatalf("%v: %d requests for two lists within the TTL, want 1", tc.key, n)
+		}
+	}
+	if st := d.Stats(); st.Listings != 4 || st.Hits != 4 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	clock.Advance(time.Minute)
+	fake.put(shared, 0, "b", nil)
+	if got := names(t, d, DirKey{Area: shared}); !slices.Equal(got, []string{"sub", "a", "b"}) {
+		t.Fatalf("after the TTL: %v", got)
+	}
+}
+
+func TestDirsConcurrentListsShareOneFetch(t *testing.T) {
+	fake := newFake(t)
+	fake.put(Area{Kind: Shared}, 0, "a", nil)
+	d := NewDirs(fake, time.Minute, nil)
+	release := fake.hold("SharedFiles")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got := names(t, d, DirKey{Area: Area{Kind: Shared}}); len(got) != 1 {
+				t.Errorf("listing %v", got)
+			}
+		}()
+	}
+	testkit.WaitFor(t, 5*time.Second, "the first fetch", func() bool { return fake.count("SharedFiles") == 1 })
+	release()
+	wg.Wait()
+	if n := fake.count("SharedFiles"); n != 1 {
+		t.Fatalf("%d fetches for 8 concurrent lists, want 1", n)
+	}
+}
+
+func TestDirsDropAllIsNotUndoneByAFetchInFlight(t *testing.T) {
+	fake := newFake(t)
+	fake.put(Area{Kind: Shared}, 0, "old", nil)
+	d := NewDirs(fake, time.Minute, nil)
+	key := DirKey{Area: Area{Kind: Shared}}
+	release := fake.hold("SharedFiles")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		names(t, d, key)
+	}()
+	testkit.WaitFor(t, 5*time.Second, "the fetch to start", func() bool { return fake.count("SharedFiles") == 1 })
+	d.DropAll()
+	release()
+	<-done
+	if _, ok := d.Cached(key); ok {
+		t.Fatal("a listing fetched before DropAll was stored after it")
+	}
+	names(t, d, key)
+	if n := fake.count("SharedFiles"); n != 2 {
+		t.Fatalf("%d fetches, want 2", n)
+	}
+}
+
+func TestDirsErrorsAreNotCachedAndHiddenFilesStayHidden(t *testing.T) {
+	fake := newFake(t)
+	shared := Area{Kind: Shared}
+	fake.put(shared, 0, "keep", nil)
+	gone := fake.put(shared, 0, "gone", nil)
+	d := NewDirs(fake, time.Minute, nil)
+	key := DirKey{Area: shared}
+
+	fake.failNext("SharedFiles", &api.Error{HTTPStatus: 500, Code: 500, Message: "down"})
+	if _, err := d.List(context.Background(), key); !api.Temporary(err) {
+		t.Fatalf("List: %v, want the service's 500", err)
+	}
+	if got := names(t, d, key); !slices.Equal(got, []string{"keep", "gone"}) {
+		t.Fatalf("after an error: %v", got)
+	}
+
+	// Renamed away by the mount; the service deletes it later.
+	d.Hide(key, gone.ID)
+	if got := names(t, d, key); !slices.Equal(got, []string{"keep"}) {
+		t.Fatalf("cached listing after Hide: %v", got)
+	}
+	d.DropAll()
+	if got := names(t, d, key); !slices.Equal(got, []string{"keep"}) {
+		t.Fatalf("fetched listing after Hide: %v", got)
+	}
+
+	fake.setSeats(api.Seat{ID: 1, Name: "pc"})
+	for range 2 {
+		if seats, err := d.Seats(context.Background()); err != nil || len(seats) != 1 || seats[0].Name != "pc" {
+			t.Fatalf("Seats: %v %v", seats, err)
+		}
+	}
+	if n := fake.count("Seats"); n != 1 {
+		t.Fatalf("%d computer lists within the TTL, want 1", n)
+	}
+}

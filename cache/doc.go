@@ -1,0 +1,53 @@
+// Package cache holds what orgfs keeps between the kernel and the service:
+//
+//   - Dirs (dirs.go): folder listings and the computer list, in memory for a
+//     time to live.
+//   - Content (content.go): file contents on local disk, block by block in
+//     sparse files, under a byte budget.
+//   - Fetcher (fetch.go): fills Content with ranged GETs of presigned URLs,
+//     reading ahead while reading is sequential.
+//   - Bundler (bundle.go): fetches a folder's small files in one ZIP when they
+//     are read one after another.
+//   - Staging (staging.go, staged.go, staging_disk.go, queue.go, uploader.go):
+//     the files written through the mount, kept on local disk until they are
+//     uploaded.
+//
+// Every request goes through Client (client.go), the methods of *api.Client
+// the package calls.
+//
+// # Lock order
+//
+// A lock may be taken while holding only locks above it:
+//
+//  1. Fetcher.mu (Open holds it while it acquires a cache entry)
+//  2. Reader.mu (a read's planning)
+//  3. fileFetch.mu (a file's fetches in flight)
+//  4. Content.mu
+//  5. entry.mu (one cache entry)
+//
+// Staging.mu, Dirs.mu and Bundler.mu are leaves: each is taken alone, never
+// with another lock of the package (a Staged has no lock of its own: Staging.mu
+// guards it). The Fetcher calls the Bundler, and the Bundler the Content, with
+// no lock held.
+//
+// # Locks and I/O
+//
+// No lock of the package is held across a request to the service or the
+// object store, nor across a wait for one (shared fetches wait in a
+// singleflight group or on a channel, without a lock). Locks held across
+// local disk I/O, small operations only:
+//
+//   - Content.mu and entry.mu: opening, creating, truncating and unlinking an
+//     entry's files and writing its record (JSON). Block data is read and
+//     written with neither held. Fetcher.mu is held across Content.Acquire, so
+//     across that too.
+//   - Staging.mu: creating, opening, closing and unlinking a staged file,
+//     reading (at the start) and writing its record (JSON), setting its
+//     modification time. Staged data is read and written (by the mount and by
+//     an upload) without it.
+//
+// Dirs.mu, Bundler.mu, Reader.mu and fileFetch.mu are never held across I/O.
+//
+// Callbacks (StagingOptions.OnUploaded and OnFailed) are called with no lock
+// held.
+package cache

@@ -1,0 +1,408 @@
+package cache
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// fakeClient is an in-memory Client, for the tests where HTTP adds nothing:
+// files and folders in a map, ids counted up, uploads stored, and, per
+// method, errors to return and holds to wait on.
+//
+// The listings (SharedFiles, MachineFiles, Recordings) return an
+// *api.FileList, which only an *api.Client can make: they go through a
+// client whose transport answers from the map, in memory (no socket, no
+// emulator, one attempt per call).
+type fakeClient struct {
+	lister *api.Client // the listings' client
+
+	mu     sync.Mutex
+	nextID int64                    // guarded by mu
+	files  map[int64]*fakeFile      // guarded by mu
+	seats  []api.Seat               // guarded by mu
+	jobs   map[int64][]int64        // guarded by mu; bundle jobs: the files of each
+	errs   map[string][]error       // guarded by mu; by method: what its next calls return
+	gates  map[string]chan struct{} // guarded by mu; by method: its calls wait until it closes
+	calls  map[string]int           // guarded by mu; by method
+}
+
+// fakeFile is one file or folder of the fake service.
+type fakeFile struct {
+	area Area
+	file api.File
+	data []byte
+}
+
+var _ Client = (*fakeClient)(nil)
+
+func newFake(t testing.TB) *fakeClient {
+	t.Helper()
+	c := &fakeClient{
+		nextID: 1000, files: map[int64]*fakeFile{}, jobs: map[int64][]int64{},
+		errs: map[string][]error{}, gates: map[string]chan struct{}{}, calls: map[string]int{},
+	}
+	lister, err := api.New(api.Credentials{Endpoint: "http://fake.invalid", Key: "fake", Secret: "fake"},
+		api.Options{Transport: fakeTransport{c}, Logger: testkit.Log(t), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.lister = lister
+	return c
+}
+
+// put stores a file with data in folder parent of area, and returns it.
+func (c *fakeClient) put(area Area, parent int64, name string, data []byte) api.File {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.putLocked(area, parent, name, slices.Clone(data))
+}
+
+func (c *fakeClient) putLocked(area Area, parent int64, name string, data []byte) api.File {
+	c.nextID++
+	f := api.File{
+		ID: c.nextID, Type: "file", Name: name, Size: int64(len(data)), ContentType: contentType(name),
+		Status: api.FileStatusUploadCompleted, ObjectType: api.ObjectFile, ParentID: parent,
+		LastModified: time.Now().UTC().Truncate(time.Second),
+	}
+	if area.Kind == Machine {
+		f.MachineID = api.Int64(area.MachineID)
+	}
+	c.files[f.ID] = &fakeFile{area: area, file: f, data: data}
+	return f
+}
+
+// mkdir makes a folder in folder parent of area, and returns it.
+func (c *fakeClient) mkdir(area Area, parent int64, name string) api.File {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.putLocked(area, parent, name, nil)
+	f.ObjectType, f.ContentType = api.ObjectDirectory, "directory"
+	c.files[f.ID].file = f
+	return f
+}
+
+// remove deletes a file behind the mount's back.
+func (c *fakeClient) remove(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.files, id)
+}
+
+// setSeats sets the organization's computers.
+func (c *fakeClient) setSeats(seats ...api.Seat) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seats = seats
+}
+
+// failNext makes the next calls of method return errs, one each.
+func (c *fakeClient) failNext(method string, errs ...error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.errs[method] = append(c.errs[method], errs...)
+}
+
+// hold makes the calls of method wait (until their context ends) until
+// release is called.
+func (c *fakeClient) hold(method string) (release func()) {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.gates[method] = ch
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.gates, method)
+			c.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// count is the number of calls of method so far.
+func (c *fakeClient) count(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[method]
+}
+
+// call counts a call of method, waits while it is held, and returns the
+// error injected for it, if any.
+func (c *fakeClient) call(ctx context.Context, method string) error {
+	c.mu.Lock()
+	c.calls[method]++
+	gate := c.gates[method]
+	var err error
+	if q := c.errs[method]; len(q) > 0 {
+		err, c.errs[method] = q[0], q[1:]
+	}
+	c.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// childrenLocked are the entries of folder parent of area, by id.
+func (c *fakeClient) childrenLocked(area Area, parent int64) []api.File {
+	var out []api.File
+	for _, f := range c.files {
+		if f.area == area && f.file.ParentID == parent {
+			out = append(out, f.file)
+		}
+	}
+	slices.SortFunc(out, func(a, b api.File) int { return int(a.ID - b.ID) })
+	return out
+}
+
+func notFound(op string, id int64) error {
+	return &api.Error{Op: op, HTTPStatus: 200, Code: api.CodeNotFound, Message: fmt.Sprintf("no file %d", id)}
+}
+
+func (c *fakeClient) SharedFiles(ctx context.Context, req api.ListFilesRequest) *api.FileList {
+	return c.lister.SharedFiles(ctx, req)
+}
+
+func (c *fakeClient) MachineFiles(ctx context.Context, machineID int64, req api.ListFilesRequest) *api.FileList {
+	return c.lister.MachineFiles(ctx, machineID, req)
+}
+
+func (c *fakeClient) Recordings(ctx context.Context, req api.ListFilesRequest) *api.FileList {
+	return c.lister.Recordings(ctx, req)
+}
+
+func (c *fakeClient) Seats(ctx context.Context, query string) iter.Seq2[api.Seat, error] {
+	return func(yield func(api.Seat, error) bool) {
+		if err := c.call(ctx, "Seats"); err != nil {
+			yield(api.Seat{}, err)
+			return
+		}
+		c.mu.Lock()
+		seats := slices.Clone(c.seats)
+		c.mu.Unlock()
+		for _, s := range seats {
+			if !yield(s, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (c *fakeClient) FileURL(ctx context.Context, id int64) (*api.DownloadLink, error) {
+	if err := c.call(ctx, "FileURL"); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.files[id]
+	if !ok {
+		return nil, notFound("POST /files/download", id)
+	}
+	return &api.DownloadLink{URL: fmt.Sprintf("fake://file/%d", id), Size: api.Int64(f.file.Size)}, nil
+}
+
+func (c *fakeClient) ReadRange(ctx context.Context, rawURL string, off, n int64) (io.ReadCloser, error) {
+	if err := c.call(ctx, "ReadRange"); err != nil {
+		return nil, err
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(rawURL, "fake://file/"), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("fake: no object at %q", rawURL)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.files[id]
+	if !ok || off > int64(len(f.data)) {
+		return nil, &api.ObjectError{Op: "GET", URL: rawURL, HTTPStatus: http.StatusNotFound}
+	}
+	end := int64(len(f.data))
+	if n >= 0 {
+		end = min(end, off+n)
+	}
+	return io.NopCloser(bytes.NewReader(f.data[off:end])), nil // data is never changed once stored
+}
+
+func (c *fakeClient) CreateDownload(ctx context.Context, req api.CreateDownloadRequest) (*api.DownloadLink, error) {
+	if err := c.call(ctx, "CreateDownload"); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID++
+	c.jobs[c.nextID] = slices.Clone(req.FileIDs)
+	return &api.DownloadLink{DownloadID: c.nextID}, nil
+}
+
+func (c *fakeClient) DownloadStatus(ctx context.Context, id int64, generateURL bool) (*api.DownloadJob, error) {
+	if err := c.call(ctx, "DownloadStatus"); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.jobs[id]; !ok {
+		return nil, notFound("GET /files/download/{id}", id)
+	}
+	return &api.DownloadJob{ID: id, Status: api.DownloadUploaded, DownloadURL: fmt.Sprintf("fake://bundle/%d", id)}, nil
+}
+
+func (c *fakeClient) AbortDownload(ctx context.Context, id int64) error {
+	if err := c.call(ctx, "AbortDownload"); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.jobs, id)
+	return nil
+}
+
+// DownloadTo writes a bundle's ZIP, its files at the top level.
+func (c *fakeClient) DownloadTo(ctx context.Context, req api.DownloadToRequest) (int64, error) {
+	if err := c.call(ctx, "DownloadTo"); err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(req.URL, "fake://bundle/"), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("fake: no bundle at %q", req.URL)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	c.mu.Lock()
+	for _, fid := range c.jobs[id] {
+		if f, ok := c.files[fid]; ok {
+			w, _ := zw.Create(f.file.Name)
+			w.Write(f.data)
+		}
+	}
+	c.mu.Unlock()
+	if err := zw.Close(); err != nil {
+		return 0, err
+	}
+	n, err := req.Dst.WriteAt(buf.Bytes(), 0)
+	return int64(n), err
+}
+
+// Upload stores Body's Size bytes as the file, after a 451 when the name is
+// taken and Overwrite is not set.
+func (c *fakeClient) Upload(ctx context.Context, req api.UploadRequest) (*api.UploadResult, error) {
+	if err := c.call(ctx, "Upload"); err != nil {
+		return nil, err
+	}
+	data := make([]byte, req.Size)
+	if n, err := req.Body.ReadAt(data, 0); int64(n) != req.Size {
+		return nil, fmt.Errorf("fake: read %d of %d bytes: %v", n, req.Size, err)
+	}
+	area := Area{Kind: Shared}
+	if req.MachineID != 0 {
+		area = Area{Kind: Machine, MachineID: req.MachineID}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.childrenLocked(area, req.ParentID) {
+		if f.Name != req.Name {
+			continue
+		}
+		if !req.Overwrite {
+			return nil, &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeFileExists, Message: "file already exists"}
+		}
+		delete(c.files, f.ID)
+	}
+	f := c.putLocked(area, req.ParentID, req.Name, data)
+	c.files[f.ID].file.ContentType = req.ContentType
+	if req.Progress != nil {
+		req.Progress(req.Size, req.Size)
+	}
+	return &api.UploadResult{ID: f.ID, Size: f.Size, Parts: 1, PartSize: f.Size}, nil
+}
+
+func (c *fakeClient) DeleteFile(ctx context.Context, id int64) error {
+	if err := c.call(ctx, "DeleteFile"); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.files[id]; !ok {
+		return notFound("DELETE /files/{id}", id)
+	}
+	delete(c.files, id)
+	return nil
+}
+
+// fakeTransport answers the listing requests of fakeClient.lister from the
+// fake's map: GET /files, /files/recordings and /machines/{id}/files, one
+// page. An error injected for the method is answered as the service would.
+type fakeTransport struct{ c *fakeClient }
+
+func (tr fakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := strings.TrimPrefix(req.URL.Path, api.PathPrefix)
+	var method string
+	var area Area
+	switch {
+	case p == "/files":
+		method, area = "SharedFiles", Area{Kind: Shared}
+	case p == "/files/recordings":
+		method, area = "Recordings", Area{Kind: Recordings}
+	case strings.HasPrefix(p, "/machines/") && strings.HasSuffix(p, "/files"):
+		id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(p, "/machines/"), "/files"), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("fake: %s", p)
+		}
+		method, area = "MachineFiles", Area{Kind: Machine, MachineID: id}
+	default:
+		return nil, fmt.Errorf("fake: no %s %s", req.Method, p)
+	}
+	if err := tr.c.call(req.Context(), method); err != nil {
+		return answer(req, err, nil)
+	}
+	parent, _ := strconv.ParseInt(req.URL.Query().Get("parent_id"), 10, 64)
+	tr.c.mu.Lock()
+	files := tr.c.childrenLocked(area, parent)
+	tr.c.mu.Unlock()
+	return answer(req, nil, map[string]any{"files": files})
+}
+
+// answer is the service's answer of body, or of err: an *api.Error as its
+// status and client_code, anything else as a failed round trip.
+func answer(req *http.Request, err error, body any) (*http.Response, error) {
+	status := http.StatusOK
+	if err != nil {
+		e, ok := err.(*api.Error)
+		if !ok {
+			return nil, err
+		}
+		if e.HTTPStatus != 0 {
+			status = e.HTTPStatus
+		}
+		body = map[string]any{"client_code": e.Code, "message": e.Message}
+	}
+	b, jerr := json.Marshal(body)
+	if jerr != nil {
+		return nil, jerr
+	}
+	return &http.Response{
+		StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req,
+	}, nil
+}

@@ -1,0 +1,85 @@
+package cache
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// These tests walk a staged file through its states against the in-memory
+// fake client, with the errors it injects.
+
+func TestStagedStatesPrintTheirNames(t *testing.T) {
+	for st, want := range map[stagedState]string{
+		stWaiting: "waiting", stQueued: "queued", stUploading: "uploading",
+		stRetrying: "retrying", stFailed: "failed", stUploaded: "uploaded",
+	} {
+		if got := st.String(); got != want {
+			t.Errorf("state %d prints %q, want %q", int(st), got, want)
+		}
+	}
+}
+
+// A permanent failure ends in "failed", is reported once, is not retried on
+// its own, and is uploaded by Retry.
+func TestStagingPermanentFailureWaitsForRetry(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	tg := stagingShared("full.dat")
+	data := testkit.RandBytes(3000, 20)
+	st := e.create(s, tg, 0, data)
+	e.fake.failNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeStorageFull, Message: "storage full"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Flush(ctx, st); !api.IsStorageFull(err) {
+		t.Fatalf("Flush: %v, want 450", err)
+	}
+	if ents := s.Entries(); len(ents) != 1 || ents[0].State != "failed" || ents[0].Attempts != 1 {
+		t.Fatalf("entries %v", ents)
+	}
+	if f := e.onFailed(); len(f) != 1 || !api.IsStorageFull(f[0]) {
+		t.Fatalf("OnFailed calls %v", f)
+	}
+	time.Sleep(100 * time.Millisecond) // ten backoffs: no retry on its own
+	if n := e.fake.count("Upload"); n != 1 {
+		t.Fatalf("%d upload attempts before Retry, want 1", n)
+	}
+	e.absent(tg)
+
+	e.retryAndWant(s, st, 1, data)
+}
+
+// A transient failure is "retrying" after a backoff, is not the file's Err
+// nor reported, and a Flush retries it at once and waits through the next.
+func TestStagingTransientFailureRetries(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: 10 * time.Millisecond, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+	unavailable := &api.Error{Op: "POST /files", HTTPStatus: 503, Code: 503, Message: "unavailable"}
+	e.fake.failNext("Upload", unavailable, unavailable)
+	tg := stagingShared("flaky.dat")
+	data := testkit.RandBytes(2000, 21)
+	st := e.create(s, tg, 0, data)
+	testkit.WaitFor(t, 5*time.Second, "a retry to be planned", func() bool {
+		ents := s.Entries()
+		return len(ents) == 1 && ents[0].State == "retrying" && ents[0].Attempts == 1
+	})
+	if err := st.Err(); err != nil {
+		t.Fatalf("Err() = %v after a transient failure", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Flush(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.fake.count("Upload"); n != 3 {
+		t.Fatalf("%d upload attempts, want 3", n)
+	}
+	if f := e.onFailed(); len(f) != 0 {
+		t.Fatalf("OnFailed calls %v for transient failures", f)
+	}
+	e.want(tg, data)
+	e.wantNothingStaged(s)
+}

@@ -33,6 +33,9 @@ type Client interface {
 	// Uploads (Staging).
 	Upload(ctx context.Context, req api.UploadRequest) (*api.UploadResult, error)
 	DeleteFile(ctx context.Context, id int64) error
+
+	// Changes made through the mount (Store).
+	CreateDirectory(ctx context.Context, req api.CreateDirectoryRequest) (*api.CreatedDirectory, error)
 }
 
 var _ Client = (*api.Client)(nil)

@@ -337,6 +337,25 @@ func (c *fakeClient) Upload(ctx context.Context, req api.UploadRequest) (*api.Up
 	return &api.UploadResult{ID: f.ID, Size: f.Size, Parts: 1, PartSize: f.Size}, nil
 }
 
+func (c *fakeClient) CreateDirectory(ctx context.Context, req api.CreateDirectoryRequest) (*api.CreatedDirectory, error) {
+	if err := c.call(ctx, "CreateDirectory"); err != nil {
+		return nil, err
+	}
+	area := Area{Kind: Shared}
+	if req.MachineID != 0 {
+		area = Area{Kind: Machine, MachineID: req.MachineID}
+	}
+	c.mu.Lock()
+	for _, f := range c.childrenLocked(area, req.ParentID) {
+		if f.Name == req.Name {
+			c.mu.Unlock()
+			return nil, &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeFileExists, Message: "file already exists"}
+		}
+	}
+	c.mu.Unlock()
+	return &api.CreatedDirectory{ID: c.mkdir(area, req.ParentID, req.Name).ID}, nil
+}
+
 func (c *fakeClient) DeleteFile(ctx context.Context, id int64) error {
 	if err := c.call(ctx, "DeleteFile"); err != nil {
 		return err

@@ -2,6 +2,9 @@ package cache
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -82,4 +85,50 @@ func TestStagingTransientFailureRetries(t *testing.T) {
 	}
 	e.want(tg, data)
 	e.wantNothingStaged(s)
+}
+
+// A crash while a staging copy is being filled leaves nothing to upload: the
+// next start finds data without a record and removes it, and the service's
+// file is never replaced by a half copy. A failed fill leaves nothing at all.
+func TestStagingCreateFromIsInvisibleUntilComplete(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s1 := e.open(StagingOptions{WriteBack: time.Hour})
+	tg := stagingShared("big.bin")
+	old := testkit.RandBytes(300_000, 1)
+	id := e.serviceFile(tg, old)
+	crashDir := filepath.Join(t.TempDir(), "staging")
+	_, err := s1.CreateFrom(tg, id, func(f *os.File) error {
+		if _, err := f.WriteAt(old[:100_000], 0); err != nil {
+			return err
+		}
+		if s1.Lookup(tg) != nil || len(s1.Entries()) != 0 {
+			t.Error("a copy being filled is visible")
+		}
+		// The disk as a SIGKILL here would leave it.
+		if err := os.CopyFS(crashDir, os.DirFS(e.dir)); err != nil {
+			return err
+		}
+		return errors.New("fill failed")
+	})
+	if err == nil || s1.Lookup(tg) != nil || len(e.stagedNames()) != 0 {
+		t.Fatalf("after a failed fill: %v, staged %v", err, e.stagedNames())
+	}
+	e.dir = crashDir
+	s2 := e.open(StagingOptions{})
+	stagingDrain(t, s2, 10*time.Second)
+	if n := len(e.onUploaded()); n != 0 || len(e.stagedNames()) != 0 {
+		t.Fatalf("after the crash %d uploads, staged %v", n, e.stagedNames())
+	}
+	e.want(tg, old)
+
+	// A complete fill is staged with the caller's writer open: uploaded
+	// after its close.
+	st, err := s2.CreateFrom(tg, id, func(f *os.File) error { _, err := f.WriteAt(old, 0); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.writeOpen(st, append(old, 'x'))
+	st.CloseWriter()
+	stagingDrain(t, s2, 10*time.Second)
+	e.want(tg, append(old, 'x'))
 }

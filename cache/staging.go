@@ -195,7 +195,53 @@ func (s *Staging) Create(t Target, replaces int64) (*Staged, error) {
 	if err != nil {
 		return nil, fmt.Errorf("staging: %w", err)
 	}
+	return s.publishLocked(seq, f, t, replaces, 0)
+}
+
+// CreateFrom is Create for a copy of existing content: fill writes it into
+// the new file before anything can see it (the queue, readers, the next
+// start). The data is synced and the record written last, so a crash during
+// the copy leaves data without a record, which the next start removes:
+// nothing half-copied is ever uploaded. The staged file comes back with one
+// writer open (the caller's; CloseWriter ends it).
+func (s *Staging) CreateFrom(t Target, replaces int64, fill func(f *os.File) error) (*Staged, error) {
+	if err := checkTarget(t); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("staging: closed")
+	}
+	seq := s.next
+	s.next++
+	s.mu.Unlock()
+	f, err := os.OpenFile(s.dataPath(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("staging: %w", err)
+	}
+	if err = fill(f); err == nil {
+		err = f.Sync()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.closed {
+		err = errors.New("staging: closed")
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(s.dataPath(seq))
+		return nil, err
+	}
+	return s.publishLocked(seq, f, t, replaces, 1)
+}
+
+// publishLocked makes a new staged file, whose data is in f, the one at t:
+// its record is written, it replaces what was staged there, and it waits
+// for its writers (none, or the caller's one) to close. Called with mu held.
+func (s *Staging) publishLocked(seq int64, f *os.File, t Target, replaces int64, writers int) (*Staged, error) {
 	st := s.newStaged(seq, f, t, replaces)
+	st.writers = writers
 	if other := s.byTarget[t]; other != nil {
 		if replaces == 0 {
 			st.replaces = other.replaces

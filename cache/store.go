@@ -1,0 +1,216 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/logging"
+)
+
+// Locks: none of its own. Its methods take the locks of the parts they call,
+// one at a time, and hold none across a request.
+
+// Store is the cache layer as the file system sees it: the caches, and for
+// every change made through the mount one method that calls the service and
+// keeps listings, staging, content and user-set times in step (in the manner
+// of gcsfuse's caching bucket). Package fs calls these and never edits a
+// cache by hand; the one hook after an upload is registered here.
+type Store struct {
+	Client  Client
+	Dirs    *Dirs
+	Content *Content
+	Bundler *Bundler
+	Fetcher *Fetcher
+	Staging *Staging // nil on a read-only mount
+	Times   *Times
+	log     logrus.FieldLogger
+}
+
+// StoreOptions configures OpenStore. Zero values take the parts' defaults.
+type StoreOptions struct {
+	Dir          string // the cache dir: content/, bundles/ and staging/ under it
+	StagingDir   string // default Dir/staging
+	Client       Client // required
+	MaxSize      int64  // content cache budget in bytes
+	DirCacheTime time.Duration
+	ReadAhead    int64
+	// Transfers is the files uploaded at once; reads use 4x as many range
+	// requests, 2x per file.
+	Transfers int
+	WriteBack time.Duration
+	ReadOnly  bool               // no staging: nothing is written
+	Bundle    BundleOptions      // tuning of the bundler (Client, Content, TempDir and Log are filled in)
+	Now       func() time.Time   // the listings' clock; default time.Now
+	Log       logrus.FieldLogger // default: discard
+}
+
+// OpenStore opens every part under opts.Dir. Pending uploads of an earlier
+// run resume at once. Close closes the parts again.
+func OpenStore(opts StoreOptions) (_ *Store, err error) {
+	if missing(opts.Client) {
+		return nil, errors.New("cache: StoreOptions.Client is required")
+	}
+	log := logging.OrDiscard(opts.Log)
+	s := &Store{Client: opts.Client, Times: NewTimes(), log: log}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.Content, err = OpenContent(ContentOptions{Dir: filepath.Join(opts.Dir, "content"), MaxSize: opts.MaxSize, Log: log}); err != nil {
+		return nil, err
+	}
+	b := opts.Bundle
+	b.Client, b.Content, b.TempDir, b.Log = opts.Client, s.Content, filepath.Join(opts.Dir, "bundles"), log
+	if s.Bundler, err = NewBundler(b); err != nil {
+		return nil, err
+	}
+	transfers := opts.Transfers
+	if transfers <= 0 {
+		transfers = DefaultStagingTransfers
+	}
+	if s.Fetcher, err = NewFetcher(FetcherOptions{Client: opts.Client, Content: s.Content, Bundler: s.Bundler,
+		Transfers: 4 * transfers, PerFile: 2 * transfers, ReadAhead: opts.ReadAhead, Log: log}); err != nil {
+		return nil, err
+	}
+	s.Dirs = NewDirs(opts.Client, opts.DirCacheTime, opts.Now)
+	if opts.ReadOnly {
+		return s, nil
+	}
+	dir := opts.StagingDir
+	if dir == "" {
+		dir = filepath.Join(opts.Dir, "staging")
+	}
+	s.Staging, err = OpenStaging(StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
+		Transfers: transfers, Log: log, OnUploaded: s.uploaded})
+	return s, err
+}
+
+// Close closes the parts (staging without draining: Drain first for that).
+func (s *Store) Close() error {
+	var errs []error
+	if s.Staging != nil {
+		errs = append(errs, s.Staging.Close())
+	}
+	if s.Bundler != nil {
+		s.Bundler.Close()
+	}
+	if s.Content != nil {
+		if err := s.Content.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("saving the content cache's records: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// uploaded is the one hook after an upload: the folder's cached listing gets
+// the file, and a time the user set follows it to its service id.
+func (s *Store) uploaded(t Target, f api.File) {
+	s.Times.Uploaded(t, f.ID, f.LastModified)
+	s.Dirs.Put(DirKey{Area: t.Area, ID: t.ParentID}, f)
+}
+
+// MetaOf is what the content cache keys a service file's content by.
+func MetaOf(f api.File) Meta {
+	return Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified}
+}
+
+// Mkdir creates folder name in parent. The new folder is known to be empty:
+// it needs no listing before its first use.
+func (s *Store) Mkdir(ctx context.Context, parent DirKey, name string) (api.File, error) {
+	req := api.CreateDirectoryRequest{ParentID: parent.ID, Name: name}
+	if parent.Area.Kind == Machine {
+		req.MachineID = parent.Area.MachineID
+	}
+	d, err := s.Client.CreateDirectory(ctx, req)
+	if err != nil {
+		return api.File{}, err
+	}
+	f := api.File{ID: d.ID, Name: name, ObjectType: api.ObjectDirectory, ContentType: "directory",
+		ParentID: parent.ID, LastModified: time.Now()}
+	s.Dirs.Put(parent, f)
+	s.Dirs.Seed(DirKey{Area: parent.Area, ID: d.ID}, nil)
+	return f, nil
+}
+
+// Delete deletes a file or folder of parent from the service (one already
+// gone counts as deleted) and forgets it: its listing entry, its cached
+// content, a folder's own listing.
+func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
+	if err := s.Client.DeleteFile(ctx, f.ID); err != nil && !api.IsNotFound(err) {
+		return err
+	}
+	s.Dirs.Remove(parent, f.ID)
+	if f.IsDir() {
+		s.Dirs.Drop(DirKey{Area: parent.Area, ID: f.ID})
+	} else {
+		s.Fetcher.Forget(f.ID)
+	}
+	return nil
+}
+
+// Changed is what a read that found a file different from its listing
+// (ErrChanged) does: the listing and the content are forgotten, so the next
+// open sees the service's version.
+func (s *Store) Changed(parent DirKey, id int64) {
+	s.Dirs.Drop(parent)
+	s.Fetcher.Forget(id)
+}
+
+// Supersede makes st, staged at another name or place, the successor of old
+// (a file of folder parent): old leaves the listing now, and the service once
+// st is uploaded.
+func (s *Store) Supersede(parent DirKey, old api.File, st *Staged) {
+	st.DeleteAfterUpload(old.ID)
+	s.Dirs.Hide(parent, old.ID)
+}
+
+// Move renames a pending file to to, replacing the service file replaces
+// there (0: none); a time set on it follows.
+func (s *Store) Move(st *Staged, to Target, replaces int64) error {
+	from := st.Target()
+	if err := s.Staging.RenameReplacing(st, to, replaces); err != nil {
+		return err
+	}
+	s.Times.Move(from, to)
+	return nil
+}
+
+// StageCopy stages a copy of service file from at to, replacing the service
+// file replaces (0: none), showing from's time. The content is fetched
+// whole before the copy exists, and the copy is visible only once complete
+// (Staging.CreateFrom): a failure or a crash leaves both names as they were.
+// The staged file comes back with the caller's writer open.
+func (s *Store) StageCopy(ctx context.Context, to Target, from api.File, replaces int64) (*Staged, error) {
+	var r *Reader
+	if from.Size > 0 {
+		var err error
+		if r, err = s.Fetcher.Open(MetaOf(from)); err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		if _, err := r.Ready(ctx, 0, from.Size); err != nil {
+			return nil, err
+		}
+	}
+	st, err := s.Staging.CreateFrom(to, replaces, func(f *os.File) error {
+		if r == nil {
+			return nil
+		}
+		_, err := io.Copy(io.NewOffsetWriter(f, 0), io.NewSectionReader(r.File(), 0, from.Size))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.SetModTime(s.Times.Shown(from))
+	return st, nil
+}

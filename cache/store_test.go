@@ -1,0 +1,123 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+func openTestStore(t *testing.T, fake *fakeClient) *Store {
+	t.Helper()
+	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fake, DirCacheTime: time.Hour,
+		WriteBack: 10 * time.Millisecond, Log: testkit.Log(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Each change made through the Store reaches the service and leaves the
+// caches as a fresh listing would show them, with no listing request.
+func TestStoreKeepsTheCachesInStep(t *testing.T) {
+	fake := newFake(t)
+	shared := Area{Kind: Shared}
+	root := DirKey{Area: shared}
+	old := fake.put(shared, 0, "old.txt", []byte("old content"))
+	s := openTestStore(t, fake)
+	ctx := context.Background()
+	if _, err := s.Dirs.List(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	lists := fake.count("SharedFiles")
+
+	d, err := s.Mkdir(ctx, root, "new")
+	if err != nil || !d.IsDir() {
+		t.Fatalf("Mkdir: %+v %v", d, err)
+	}
+	if l, ok := s.Dirs.Cached(DirKey{Area: shared, ID: d.ID}); !ok || len(l.Files) != 0 {
+		t.Fatal("the new folder is not known to be empty")
+	}
+
+	// A copy of old.txt staged as new/copy.txt, superseding it: old.txt
+	// leaves the listing at once and the service after the upload.
+	to := Target{Area: shared, ParentID: d.ID, Name: "copy.txt"}
+	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	s.Times.SetFile(old, when)
+	st, err := s.StageCopy(ctx, to, old, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.ModTime().Equal(when) {
+		t.Fatalf("the copy shows %v, want the time set on the original %v", st.ModTime(), when)
+	}
+	s.Times.SetPending(to, when)
+	s.Supersede(root, old, st)
+	st.CloseWriter()
+	if err := s.Staging.Flush(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the old file's deletion", func() bool { return fake.count("DeleteFile") == 1 })
+	rootNames := func() []string {
+		l, _ := s.Dirs.Cached(root)
+		var out []string
+		for _, f := range l.Files {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	if got := rootNames(); !slices.Equal(got, []string{"new"}) {
+		t.Fatalf("root listing %v, want [new]", got)
+	}
+	l, _ := s.Dirs.Cached(DirKey{Area: shared, ID: d.ID})
+	if len(l.Files) != 1 || l.Files[0].Name != "copy.txt" || l.Files[0].Size != int64(len("old content")) {
+		t.Fatalf("after the upload the folder lists %+v", l.Files)
+	}
+	if got := s.Times.Shown(l.Files[0]); !got.Equal(when) {
+		t.Fatalf("the uploaded copy shows %v, want %v", got, when)
+	}
+
+	// Delete a file and a folder: gone from the listing and the content cache.
+	if err := s.Delete(ctx, DirKey{Area: shared, ID: d.ID}, l.Files[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, root, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := rootNames(); len(got) != 0 {
+		t.Fatalf("root listing after the deletes %v", got)
+	}
+	if _, ok := s.Dirs.Cached(DirKey{Area: shared, ID: d.ID}); ok {
+		t.Fatal("a deleted folder's listing is still cached")
+	}
+	if err := s.Delete(ctx, root, old); err != nil { // already gone: deleted
+		t.Fatalf("deleting a file the service no longer has: %v", err)
+	}
+	if n := fake.count("SharedFiles"); n != lists {
+		t.Fatalf("%d listing requests after the changes, want none", n-lists)
+	}
+	var data bytes.Buffer
+	for _, f := range fake.files {
+		data.Write(f.data)
+	}
+	if data.Len() != 0 {
+		t.Fatalf("the service still holds %d bytes", data.Len())
+	}
+}
+
+// A read-only store has no staging; a store needs a client.
+func TestOpenStoreOptions(t *testing.T) {
+	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: newFake(t), ReadOnly: true})
+	if err != nil || s.Staging != nil {
+		t.Fatalf("read-only: %v, staging %v", err, s.Staging)
+	}
+	s.Close()
+	if _, err := OpenStore(StoreOptions{Dir: filepath.Join(t.TempDir(), "x")}); err == nil {
+		t.Fatal("a store without a client opened")
+	}
+}

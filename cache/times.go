@@ -1,0 +1,90 @@
+package cache
+
+import (
+	"sync"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+)
+
+// The service keeps no modification times: a file's last_modified_date is
+// when it was uploaded. So that rsync -a and cp -p see the times they set
+// (and a second rsync transfers nothing), the mount remembers a time set on a
+// file and shows it while the service's record of that file is the one it
+// first saw after setting it.
+
+// Times holds the times users set on files (touch, cp -p, rsync -a).
+type Times struct {
+	mu      sync.Mutex
+	pending map[Target]time.Time // guarded by mu; set on files not uploaded yet
+	byID    map[int64]*mtimeNote // guarded by mu; set on service files
+}
+
+type mtimeNote struct {
+	shown       time.Time // what the user set
+	seen        time.Time // the service's last_modified_date it holds for; zero until listed
+	provisional time.Time // the local time of the upload's record, which is not the service's
+}
+
+// NewTimes returns an empty Times.
+func NewTimes() *Times {
+	return &Times{pending: map[Target]time.Time{}, byID: map[int64]*mtimeNote{}}
+}
+
+// SetPending records a time set on a pending file.
+func (m *Times) SetPending(t Target, when time.Time) {
+	m.mu.Lock()
+	m.pending[t] = when
+	m.mu.Unlock()
+}
+
+// Move follows a pending file renamed.
+func (m *Times) Move(from, to Target) {
+	m.mu.Lock()
+	if when, ok := m.pending[from]; ok {
+		delete(m.pending, from)
+		m.pending[to] = when
+	}
+	m.mu.Unlock()
+}
+
+// SetFile records a time set on a service file, as listed now.
+func (m *Times) SetFile(f api.File, when time.Time) {
+	m.mu.Lock()
+	m.byID[f.ID] = &mtimeNote{shown: when, seen: f.LastModified}
+	m.mu.Unlock()
+}
+
+// Uploaded moves a pending file's time to its service id. provisional is
+// the time of the record the mount made itself; the service's own time is
+// learnt from the first real listing.
+func (m *Times) Uploaded(t Target, id int64, provisional time.Time) {
+	m.mu.Lock()
+	if when, ok := m.pending[t]; ok {
+		delete(m.pending, t)
+		m.byID[id] = &mtimeNote{shown: when, provisional: provisional}
+	}
+	m.mu.Unlock()
+}
+
+// Shown is the time to show for a service file: the one a user set while the
+// service's record is unchanged, else the service's.
+func (m *Times) Shown(f api.File) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.byID[f.ID]
+	if !ok {
+		return f.LastModified
+	}
+	if n.seen.IsZero() {
+		if f.LastModified.Equal(n.provisional) {
+			return n.shown // still the mount's own record of the upload
+		}
+		n.seen = f.LastModified // the first listing after the upload
+	}
+	if !n.seen.Equal(f.LastModified) {
+		delete(m.byID, f.ID) // changed on the service since
+		return f.LastModified
+	}
+	return n.shown
+}

@@ -283,8 +283,11 @@ func (c *Client) do(ctx context.Context, cl call) (outcome, error) {
 // attempt sends one request of cl and decodes its answer.
 func (c *Client) attempt(ctx context.Context, cl call, opName, target string, body []byte, attempt int) error {
 	if c.opts.AttemptTimeout > 0 {
+		// An attempt that runs out of time is a temporary failure (the
+		// service may answer the next one), unlike the caller's own
+		// deadline or cancellation.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.AttemptTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, c.opts.AttemptTimeout, &StallError{After: c.opts.AttemptTimeout})
 		defer cancel()
 	}
 	var rd io.Reader
@@ -301,7 +304,7 @@ func (c *Client) attempt(ctx context.Context, cl call, opName, target string, bo
 	fields := logrus.Fields{"method": cl.method, "path": cl.path, "attempt": attempt}
 	resp, err := c.api.Do(req)
 	if err != nil {
-		err = cleanTransportError(err)
+		err = attemptError(ctx, cleanTransportError(err))
 		fields["duration"] = time.Since(start).Round(time.Microsecond)
 		c.log.WithFields(fields).WithField("error", err).Debug("api request failed")
 		return err
@@ -311,6 +314,7 @@ func (c *Client) attempt(ctx context.Context, cl call, opName, target string, bo
 	fields["status"] = resp.StatusCode
 	fields["duration"] = time.Since(start).Round(time.Microsecond)
 	if err != nil {
+		err = attemptError(ctx, err)
 		c.log.WithFields(fields).WithField("error", err).Debug("api answer cut")
 		return err
 	}
@@ -378,3 +382,11 @@ func pathf(format string, ids ...any) string { return fmt.Sprintf(format, ids...
 
 // emptyBody is the JSON body of POSTs without parameters.
 var emptyBody = struct{}{}
+
+// attemptError is err, or the attempt's timeout when that is what ended it.
+func attemptError(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); IsStall(cause) {
+		return cause
+	}
+	return err
+}

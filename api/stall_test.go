@@ -72,3 +72,23 @@ func TestIOTimeoutCutsStalls(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// An API attempt that runs out of time is temporary: retried, and an
+// upload that meets it is retried too instead of failing for good.
+func TestAttemptTimeoutIsTemporary(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	c := testkit.Client(t, srv, emulator.OrgA, api.Options{AttemptTimeout: 200 * time.Millisecond, IOTimeout: time.Hour,
+		MaxAttempts: 2, BaseBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+	srv.Emulator.SetOutage(emulator.OutageBlackHole)
+	_, err := c.Usage(context.Background())
+	if !api.Temporary(err) || !api.IsStall(err) {
+		t.Fatalf("an attempt out of time: %v (temporary %v)", err, api.Temporary(err))
+	}
+	srv.Emulator.SetOutage(emulator.OutageNone)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	if _, err := c.Usage(ctx); api.Temporary(err) {
+		t.Fatalf("the caller's own deadline counts as temporary: %v", err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 // binary is orgfs built once for the tests that run it as a child process.
@@ -48,10 +46,11 @@ func runCmd(args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-func writeCreds(t *testing.T, endpoint, key, secret string) string {
+// writeCreds writes a credentials file of c and returns its path.
+func writeCreds(t *testing.T, c api.Credentials) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "creds.json")
-	b, _ := json.Marshal(map[string]string{"endpoint": endpoint, "key": key, "secret": secret})
+	b, _ := json.Marshal(map[string]string{"endpoint": c.Endpoint, "key": c.Key, "secret": c.Secret})
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +85,10 @@ func TestHelpAndUsageErrors(t *testing.T) {
 // readable line and a non-zero status, and never shows the secret.
 func TestMountStartErrors(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
-	good := srv.Credentials()[0]
-	const badSecret = "not-the-secret-0123456789"
+	good := testkit.Creds(t, srv, emulator.OrgA)
+	bad, unreachable := good, good
+	bad.Secret = "not-the-secret-0123456789"
+	unreachable.Endpoint = "http://127.0.0.1:1"
 	empty := t.TempDir()
 	full := t.TempDir()
 	os.WriteFile(filepath.Join(full, "x"), nil, 0o600)
@@ -97,10 +98,10 @@ func TestMountStartErrors(t *testing.T) {
 		dir   string
 		want  string
 	}{
-		{"bad secret", writeCreds(t, good.Endpoint, good.Key, badSecret), empty, "refused the credentials"},
-		{"unreachable endpoint", writeCreds(t, "http://127.0.0.1:1", good.Key, good.Secret), empty, "cannot reach the service at http://127.0.0.1:1"},
-		{"missing mount point", writeCreds(t, good.Endpoint, good.Key, good.Secret), filepath.Join(empty, "nope"), "does not exist"},
-		{"non-empty mount point", writeCreds(t, good.Endpoint, good.Key, good.Secret), full, "is not empty"},
+		{"bad secret", writeCreds(t, bad), empty, "refused the credentials"},
+		{"unreachable endpoint", writeCreds(t, unreachable), empty, "cannot reach the service at http://127.0.0.1:1"},
+		{"missing mount point", writeCreds(t, good), filepath.Join(empty, "nope"), "does not exist"},
+		{"non-empty mount point", writeCreds(t, good), full, "is not empty"},
 		{"missing credentials file", filepath.Join(empty, "none.json"), empty, "none.json"},
 	}
 	for _, tt := range tests {
@@ -113,7 +114,7 @@ func TestMountStartErrors(t *testing.T) {
 			if !strings.Contains(errOut, tt.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 				t.Errorf("stderr %q, want one line with %q", errOut, tt.want)
 			}
-			if strings.Contains(errOut, badSecret) || strings.Contains(errOut, good.Secret) {
+			if strings.Contains(errOut, bad.Secret) || strings.Contains(errOut, good.Secret) {
 				t.Errorf("stderr shows a secret: %q", errOut)
 			}
 			if d := time.Since(start); d > 15*time.Second {
@@ -166,21 +167,20 @@ func startDaemon(t *testing.T, dir string, args ...string) *daemon {
 			d.cmd.Wait()
 		}
 		exec.Command("fusermount3", "-u", "-z", dir).Run()
+		if t.Failed() {
+			t.Logf("the daemon's output:\n%s", d.out)
+		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.WaitFor(t, 20*time.Second, "the mount to come up", func() bool {
 		// The kernel may answer from its entry cache even for a dead mount:
 		// the daemon's word comes first.
-		if strings.Contains(d.out.String(), "mounted at") {
-			if _, err := os.Stat(filepath.Join(dir, "shared")); err == nil {
-				return d
-			}
+		if !strings.Contains(d.out.String(), "mounted at") {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the mount did not come up: %s", d.out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		_, err := os.Stat(filepath.Join(dir, "shared"))
+		return err == nil
+	})
+	return d
 }
 
 // wait waits for the daemon to exit and returns its status.
@@ -255,18 +255,17 @@ func TestDaemonLifecycle(t *testing.T) {
 
 func TestSIGHUPDropsCachedListings(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
-	c := srv.Credentials()[0]
-	creds := writeCreds(t, c.Endpoint, c.Key, c.Secret)
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
 	dir := t.TempDir()
 	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--dir-cache-time", "1h")
 	if names, err := os.ReadDir(filepath.Join(dir, "shared")); err != nil || len(names) != 0 {
 		t.Fatalf("shared/ = %v, %v; want empty", names, err)
 	}
-	root, err := srv.Emulator.RootID(c.Name, 0)
+	root, err := srv.Emulator.RootID(emulator.OrgA, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.Emulator.CreateFile(c.Name, 0, root, "later.txt", strings.NewReader("hello")); err != nil {
+	if _, err := srv.Emulator.CreateFile(emulator.OrgA, 0, root, "later.txt", strings.NewReader("hello")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1200 * time.Millisecond) // past the kernel's own 1 s entry cache
@@ -274,17 +273,10 @@ func TestSIGHUPDropsCachedListings(t *testing.T) {
 		t.Fatalf("a new file showed within the listing cache time: %v", err)
 	}
 	d.cmd.Process.Signal(syscall.SIGHUP)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.WaitFor(t, 5*time.Second, "later.txt to read \"hello\" after SIGHUP", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "shared", "later.txt"))
-		if err == nil && string(b) == "hello" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after SIGHUP: %q, %v\n%s", b, err, d.out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && string(b) == "hello"
+	})
 	d.cmd.Process.Signal(os.Interrupt)
 	if code := d.wait(); code != 0 {
 		t.Fatalf("exit %d: %s", code, d.out)
@@ -295,8 +287,7 @@ func TestSIGHUPDropsCachedListings(t *testing.T) {
 // uploaded, the next mount of the same cache uploads them all.
 func TestCrashLosesNoWrite(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
-	c := srv.Credentials()[0]
-	creds := writeCreds(t, c.Endpoint, c.Key, c.Secret)
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
 	dir, cacheDir := t.TempDir(), t.TempDir()
 	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", cacheDir, "--write-back", "1h")
 	want := map[string][]byte{}
@@ -313,23 +304,15 @@ func TestCrashLosesNoWrite(t *testing.T) {
 		t.Fatalf("%d uploads completed before the crash; the test needs none", n)
 	}
 	d2 := startDaemon(t, dir, "--credentials", creds, "--cache-dir", cacheDir)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got := 0
+	testkit.WaitFor(t, 60*time.Second, "the 50 files after the restart", func() bool {
 		for name, data := range want {
 			b, err := os.ReadFile(filepath.Join(dir, "shared", name))
-			if err == nil && bytes.Equal(b, data) {
-				got++
+			if err != nil || !bytes.Equal(b, data) {
+				return false
 			}
 		}
-		if got == len(want) && srv.Emulator.Stats().Requests["POST /files/{id}/complete"] >= 50 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 50 files after the restart: %s", got, d2.out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return srv.Emulator.Stats().Requests["POST /files/{id}/complete"] >= 50
+	})
 	d2.cmd.Process.Signal(os.Interrupt)
 	if code := d2.wait(); code != 0 {
 		t.Fatalf("exit %d: %s", code, d2.out)
@@ -349,9 +332,8 @@ func TestCrashLosesNoWrite(t *testing.T) {
 // and is named in the log; SIGUSR1 lists the queue and retries it.
 func TestSIGUSR1ListsAndRetriesFailedUploads(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
-	c := srv.Credentials()[0]
-	creds := writeCreds(t, c.Endpoint, c.Key, c.Secret)
-	if err := srv.Emulator.SetStorageQuota(c.Name, 0, 100); err != nil {
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	if err := srv.Emulator.SetStorageQuota(emulator.OrgA, 0, 100); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -362,13 +344,9 @@ func TestSIGUSR1ListsAndRetriesFailedUploads(t *testing.T) {
 	}
 	waitLog := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !strings.Contains(d.out.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", what, d.out)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testkit.WaitFor(t, 15*time.Second, fmt.Sprintf("%q in the log", what), func() bool {
+			return strings.Contains(d.out.String(), what)
+		})
 	}
 	waitLog("too-big.bin") // the failure is logged with the file's path
 	d.cmd.Process.Signal(syscall.SIGUSR1)
@@ -376,15 +354,12 @@ func TestSIGUSR1ListsAndRetriesFailedUploads(t *testing.T) {
 	if !strings.Contains(d.out.String(), "failed") {
 		t.Fatalf("the queue listing does not show the failure:\n%s", d.out)
 	}
-	srv.Emulator.SetStorageQuota(c.Name, 0, 1<<30)
+	srv.Emulator.SetStorageQuota(emulator.OrgA, 0, 1<<30)
 	d.cmd.Process.Signal(syscall.SIGUSR1)
-	deadline := time.Now().Add(15 * time.Second)
-	for srv.Emulator.Stats().Requests["POST /files/{id}/complete"] == 0 || !uploaded(srv, c.Name, "too-big.bin", len(data)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the retried upload did not arrive:\n%s", d.out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	client := testkit.Client(t, srv, emulator.OrgA, api.Options{Logger: testkit.Quiet()})
+	testkit.WaitFor(t, 15*time.Second, "the retried upload", func() bool {
+		return srv.Emulator.Stats().Requests["POST /files/{id}/complete"] > 0 && uploaded(client, "too-big.bin", len(data))
+	})
 	d.cmd.Process.Signal(os.Interrupt)
 	if code := d.wait(); code != 0 {
 		t.Fatalf("exit %d: %s", code, d.out)
@@ -392,19 +367,7 @@ func TestSIGUSR1ListsAndRetriesFailedUploads(t *testing.T) {
 }
 
 // uploaded reports whether shared/name is on the service with size bytes.
-func uploaded(srv *emulator.Server, org, name string, size int) bool {
-	cr := srv.Credentials()[0]
-	for _, x := range srv.Credentials() {
-		if x.Name == org {
-			cr = x
-		}
-	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	client, err := api.New(api.Credentials{Endpoint: cr.Endpoint, Key: cr.Key, Secret: cr.Secret}, api.Options{Logger: quiet})
-	if err != nil {
-		return false
-	}
+func uploaded(client *api.Client, name string, size int) bool {
 	files, err := client.SharedFiles(context.Background(), api.ListFilesRequest{}).Collect()
 	if err != nil {
 		return false

@@ -138,33 +138,22 @@ func (v *octal) Set(s string) error {
 	return nil
 }
 
+// mount serves the organization's storage at dir until it is unmounted, in
+// the steps of a mount's life: credentials, the cache dir, the stores, the
+// tree, then serving. What a step opens is closed at exit in the reverse
+// order (the uploads drained first).
 func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) error {
 	// Signals are caught from the start: a Ctrl-C just after the mount comes
 	// up must unmount, not leave a dead mount behind.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
+	var atExit exitStack
+	defer atExit.run()
 
-	var creds api.Credentials
-	if o.Demo {
-		srv, err := emulator.Listen(emulator.Options{Seed: emulator.SeedDemo, StepDelay: 2 * time.Second, Log: log.WithField("component", "emulator")}, "127.0.0.1:0", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("starting the emulator: %w", err)
-		}
-		defer srv.Close()
-		c := srv.Credentials()[0]
-		creds = api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}
-		fmt.Fprintf(stdout, "orgfs: demo organization %s served by the in-process emulator at %s\n", c.Name, c.Endpoint)
-	} else {
-		var err error
-		if o.Credentials != "" {
-			creds, err = api.LoadCredentialsWithLogger(o.Credentials, log)
-		} else {
-			creds, err = api.CredentialsFromEnv()
-		}
-		if err != nil {
-			return err
-		}
+	creds, err := resolveCredentials(o, log, stdout, &atExit)
+	if err != nil {
+		return err
 	}
 	if err := checkMountpoint(dir, log); err != nil {
 		return err
@@ -176,126 +165,215 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err := probe(creds, log); err != nil {
 		return err
 	}
+	cacheDir, err := openCacheDir(o, creds, &atExit)
+	if err != nil {
+		return err
+	}
+	st, err := openStores(client, cacheDir, o, log, &atExit)
+	if err != nil {
+		return err
+	}
+	server, err := mountTree(dir, client, st, o, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "orgfs: mounted at %s (cache %s). Ctrl-C to unmount.\n", dir, cacheDir)
+	return serve(server, dir, st, sigs, log)
+}
 
+// exitStack holds what mount undoes when it returns: the functions run in
+// the reverse order of their adding, each as a deferred call of its own.
+type exitStack []func()
+
+// add has f run at exit, before everything added earlier.
+func (s *exitStack) add(f func()) { *s = append(*s, f) }
+
+func (s *exitStack) run() {
+	for _, f := range *s {
+		defer f()
+	}
+}
+
+// resolveCredentials returns the credentials of the service to mount: those
+// of the --credentials file or of the environment, or, with --demo, of an
+// emulator started in-process (closed at exit).
+func resolveCredentials(o mountOptions, log logrus.FieldLogger, stdout io.Writer, atExit *exitStack) (api.Credentials, error) {
+	if !o.Demo {
+		if o.Credentials != "" {
+			return api.LoadCredentialsWithLogger(o.Credentials, log)
+		}
+		return api.CredentialsFromEnv()
+	}
+	srv, err := emulator.Listen(emulator.Options{Seed: emulator.SeedDemo, StepDelay: 2 * time.Second, Log: log.WithField("component", "emulator")}, "127.0.0.1:0", "127.0.0.1:0")
+	if err != nil {
+		return api.Credentials{}, fmt.Errorf("starting the emulator: %w", err)
+	}
+	atExit.add(func() { srv.Close() })
+	c := srv.Credentials()[0]
+	fmt.Fprintf(stdout, "orgfs: demo organization %s served by the in-process emulator at %s\n", c.Name, c.Endpoint)
+	return api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}, nil
+}
+
+// openCacheDir returns the cache dir, locked for this mount until exit:
+// --cache-dir, else a temporary one for a demo (removed at exit), else one of
+// the user's cache dir per endpoint and key.
+func openCacheDir(o mountOptions, creds api.Credentials, atExit *exitStack) (string, error) {
 	cacheDir := o.CacheDir
 	if cacheDir == "" && o.Demo {
 		// Each demo run is a new endpoint: a cache kept for it would never be reused.
 		d, err := os.MkdirTemp("", "orgfs-demo-cache-")
 		if err != nil {
-			return err
+			return "", err
 		}
-		defer os.RemoveAll(d)
+		atExit.add(func() { os.RemoveAll(d) })
 		cacheDir = d
 	}
 	if cacheDir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
-			return fmt.Errorf("no cache dir (give --cache-dir): %w", err)
+			return "", fmt.Errorf("no cache dir (give --cache-dir): %w", err)
 		}
 		sum := sha256.Sum256([]byte(creds.Endpoint + "\x00" + creds.Key))
 		cacheDir = filepath.Join(base, "orgfs", hex.EncodeToString(sum[:8]))
 	}
 	lock, err := lockCacheDir(cacheDir)
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer lock.Close()
-	content, err := cache.OpenContent(cache.ContentOptions{Dir: filepath.Join(cacheDir, "content"), MaxSize: int64(o.CacheMaxSize), Log: log})
+	atExit.add(func() { lock.Close() })
+	return cacheDir, nil
+}
+
+// stores are the caches a mount serves from, kept in its cache dir.
+type stores struct {
+	content *cache.Content
+	bundler *cache.Bundler
+	fetcher *cache.Fetcher
+	dirs    *cache.Dirs
+	staging *cache.Staging // nil when read-only
+	// tree is the mounted tree, told of finished uploads once it exists:
+	// resumed uploads may end before it does.
+	tree atomic.Pointer[orgfs.FS]
+}
+
+// openStores opens the stores in cacheDir and has them closed at exit, the
+// pending uploads drained first. Uploads of an earlier run resume.
+func openStores(client *api.Client, cacheDir string, o mountOptions, log logrus.FieldLogger, atExit *exitStack) (*stores, error) {
+	st := &stores{}
+	var err error
+	st.content, err = cache.OpenContent(cache.ContentOptions{Dir: filepath.Join(cacheDir, "content"), MaxSize: int64(o.CacheMaxSize), Log: log})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		if err := content.Close(); err != nil {
+	atExit.add(func() {
+		if err := st.content.Close(); err != nil {
 			log.WithError(err).Warn("saving the content cache's records")
 		}
-	}()
-	bundler, err := cache.NewBundler(cache.BundleOptions{Client: client, Content: content, TempDir: filepath.Join(cacheDir, "bundles"), Log: log})
+	})
+	st.bundler, err = cache.NewBundler(cache.BundleOptions{Client: client, Content: st.content, TempDir: filepath.Join(cacheDir, "bundles"), Log: log})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer bundler.Close()
-	fetcher, err := cache.NewFetcher(cache.FetcherOptions{
-		Client: client, Content: content, Bundler: bundler, Transfers: 4 * o.Transfers, PerFile: 2 * o.Transfers,
+	atExit.add(func() { st.bundler.Close() })
+	st.fetcher, err = cache.NewFetcher(cache.FetcherOptions{
+		Client: client, Content: st.content, Bundler: st.bundler, Transfers: 4 * o.Transfers, PerFile: 2 * o.Transfers,
 		ReadAhead: int64(o.ReadAhead), Log: log,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dirs := cache.NewDirs(client, o.DirCacheTime, nil)
-	var staging *cache.Staging
-	var tree atomic.Pointer[orgfs.FS] // resumed uploads may end before the tree exists
-	if !o.ReadOnly {
-		// Pending uploads of an earlier run (a crash, a drain cut short) resume now.
-		staging, err = cache.OpenStaging(cache.StagingOptions{
-			Dir: filepath.Join(cacheDir, "staging"), Client: client, WriteBack: o.WriteBack, Transfers: o.Transfers, Log: log,
-			OnUploaded: func(t cache.Target, f api.File) {
-				if fsys := tree.Load(); fsys != nil {
-					fsys.Uploaded(t, f)
-				} else {
-					dirs.Put(cache.DirKey{Area: t.Area, ID: t.ParentID}, f)
-				}
-			},
-		})
-		if err != nil {
-			return err
-		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
-			defer cancel()
-			if st := staging.Stats(); st.Pending+st.Uploading > 0 {
-				log.WithField("pending", st.Pending+st.Uploading).Info("waiting for pending uploads")
-			}
-			if err := staging.Drain(ctx); err != nil {
-				log.WithError(err).Warn("uploads left staged for the next mount")
-			}
-			staging.Close()
-		}()
+	st.dirs = cache.NewDirs(client, o.DirCacheTime, nil)
+	if o.ReadOnly {
+		return st, nil
 	}
-	fsys := orgfs.New(orgfs.Deps{Client: client, Dirs: dirs, Fetcher: fetcher, Bundler: bundler, Staging: staging, Log: log},
+	// Pending uploads of an earlier run (a crash, a drain cut short) resume now.
+	st.staging, err = cache.OpenStaging(cache.StagingOptions{
+		Dir: filepath.Join(cacheDir, "staging"), Client: client, WriteBack: o.WriteBack, Transfers: o.Transfers, Log: log,
+		OnUploaded: func(t cache.Target, f api.File) {
+			if fsys := st.tree.Load(); fsys != nil {
+				fsys.Uploaded(t, f)
+			} else {
+				st.dirs.Put(cache.DirKey{Area: t.Area, ID: t.ParentID}, f)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	atExit.add(func() { drainUploads(st.staging, o.DrainTimeout, log) })
+	return st, nil
+}
+
+// drainUploads waits up to timeout for the pending uploads, then closes the
+// staging area; what is left stays staged for the next mount.
+func drainUploads(staging *cache.Staging, timeout time.Duration, log logrus.FieldLogger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if st := staging.Stats(); st.Pending+st.Uploading > 0 {
+		log.WithField("pending", st.Pending+st.Uploading).Info("waiting for pending uploads")
+	}
+	if err := staging.Drain(ctx); err != nil {
+		log.WithError(err).Warn("uploads left staged for the next mount")
+	}
+	staging.Close()
+}
+
+// mountTree builds the tree over the stores and mounts it at dir.
+func mountTree(dir string, client *api.Client, st *stores, o mountOptions, log logrus.FieldLogger) (*fuse.Server, error) {
+	fsys := orgfs.New(orgfs.Deps{Client: client, Dirs: st.dirs, Fetcher: st.fetcher, Bundler: st.bundler, Staging: st.staging, Log: log},
 		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly})
-	tree.Store(fsys)
+	st.tree.Store(fsys)
 	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
 	if err != nil {
-		return fmt.Errorf("mounting %s: %w", dir, err)
+		return nil, fmt.Errorf("mounting %s: %w", dir, err)
 	}
-	fmt.Fprintf(stdout, "orgfs: mounted at %s (cache %s). Ctrl-C to unmount.\n", dir, cacheDir)
+	return server, nil
+}
 
+// serve answers signals until the mount ends: SIGHUP drops the cached
+// listings, SIGUSR1 logs the upload queue and retries failed uploads, any
+// other unmounts (and, asked again while a detached mount is in use, ends).
+func serve(server *fuse.Server, dir string, st *stores, sigs <-chan os.Signal, log logrus.FieldLogger) error {
 	done := make(chan struct{})
 	go func() { server.Wait(); close(done) }()
 	detached := false
 	for {
 		select {
 		case <-done:
-			log.WithField("fetch", fmt.Sprintf("%+v", fetcher.Stats())).Info("unmounted")
+			log.WithField("fetch", fmt.Sprintf("%+v", st.fetcher.Stats())).Info("unmounted")
 			return nil
 		case s := <-sigs:
-			if s == syscall.SIGHUP {
-				dirs.DropAll()
+			switch s {
+			case syscall.SIGHUP:
+				st.dirs.DropAll()
 				log.Info("SIGHUP: cached listings dropped")
-				continue
-			}
-			if s == syscall.SIGUSR1 {
-				// The upload queue, until .ctl/uploads shows it: log every
-				// file in it and retry the failed ones.
-				if staging != nil {
-					for _, e := range staging.Entries() {
-						log.WithField("upload", e.String()).Info("SIGUSR1: upload queue")
-					}
-					staging.Retry()
-					log.WithField("queue", fmt.Sprintf("%+v", staging.Stats())).Info("SIGUSR1: failed uploads retried")
+			case syscall.SIGUSR1:
+				logUploadQueue(st.staging, log)
+			default:
+				if detached {
+					// Asked again while programs still hold files in the detached
+					// mount: end now (their next access fails).
+					log.WithField("signal", s.String()).Warn("ending while the detached mount is still in use")
+					return nil
 				}
-				continue
+				log.WithField("signal", s.String()).Info("unmounting")
+				detached = unmount(server, dir, log)
 			}
-			if detached {
-				// Asked again while programs still hold files in the detached
-				// mount: end now (their next access fails).
-				log.WithField("signal", s.String()).Warn("ending while the detached mount is still in use")
-				return nil
-			}
-			log.WithField("signal", s.String()).Info("unmounting")
-			detached = unmount(server, dir, log)
 		}
 	}
+}
+
+// logUploadQueue answers SIGUSR1, until .ctl/uploads shows the upload queue:
+// it logs every file in it and retries the failed ones.
+func logUploadQueue(staging *cache.Staging, log logrus.FieldLogger) {
+	if staging == nil {
+		return
+	}
+	for _, e := range staging.Entries() {
+		log.WithField("upload", e.String()).Info("SIGUSR1: upload queue")
+	}
+	staging.Retry()
+	log.WithField("queue", fmt.Sprintf("%+v", staging.Stats())).Info("SIGUSR1: failed uploads retried")
 }
 
 // unmount ends the mount. When programs still use it (EBUSY) it detaches it
@@ -399,9 +477,7 @@ func lockCacheDir(dir string) (*os.File, error) {
 // probe makes one cheap request, with few retries, so bad credentials or an
 // unreachable endpoint end the start with one readable line.
 func probe(creds api.Credentials, log logrus.FieldLogger) error {
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	c, err := api.New(creds, api.Options{Logger: quiet, MaxAttempts: 2, MaxRetryTime: 10 * time.Second, PerPage: 1})
+	c, err := api.New(creds, api.Options{Logger: logging.Discard(), MaxAttempts: 2, MaxRetryTime: 10 * time.Second, PerPage: 1})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
@@ -17,11 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 // These tests hold the client to the contract (spec/organization-api.md, with
@@ -59,15 +57,13 @@ func startContract(t *testing.T, seed string, perPage int) *contractEnv {
 // startContractWith is startContract with more options of the emulator.
 func startContractWith(t *testing.T, opts emulator.Options, perPage int) *contractEnv {
 	t.Helper()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
 	clock := emutest.NewClock(contractT0)
-	opts.StepDelay, opts.Now, opts.Log = contractStep, clock.Now, quiet
+	opts.StepDelay, opts.Now, opts.Log = contractStep, clock.Now, testkit.Quiet()
 	srv := emutest.Start(t, opts)
 	v := &contractEnv{srv: srv, e: srv.Emulator, clock: clock,
 		fx: srv.Emulator.Fixtures(emulator.OrgA), fxB: srv.Emulator.Fixtures(emulator.OrgB)}
 	for _, c := range srv.Credentials() {
-		creds := api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}
+		creds := testkit.Creds(t, srv, c.Name)
 		v.creds = append(v.creds, creds)
 		client := v.client(t, creds, perPage)
 		switch c.Name {
@@ -84,9 +80,7 @@ func startContractWith(t *testing.T, opts emulator.Options, perPage int) *contra
 // retries.
 func (v *contractEnv) client(t *testing.T, creds api.Credentials, perPage int) *api.Client {
 	t.Helper()
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	c, err := api.New(creds, api.Options{Logger: quiet, Clock: v.clock.Now, PerPage: perPage,
+	c, err := api.New(creds, api.Options{Logger: testkit.Quiet(), Clock: v.clock.Now, PerPage: perPage,
 		BaseBackoff: 2 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxAttempts: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -181,33 +175,6 @@ func putRaw(t *testing.T, rawURL string, data []byte) string {
 		t.Fatalf("PUT part: HTTP %d, ETag %q", resp.StatusCode, etag)
 	}
 	return etag
-}
-
-// unzip reads a ZIP: file name → content; directories map to nil.
-func unzip(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatalf("not a ZIP (%d bytes): %v", len(b), err)
-	}
-	out := map[string][]byte{}
-	for _, f := range zr.File {
-		if f.FileInfo().IsDir() {
-			out[f.Name] = nil
-			continue
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[f.Name] = data
-	}
-	return out
 }
 
 // readAll reads a whole object through ReadRange.
@@ -790,7 +757,7 @@ func methodRows() []methodRow {
 			}
 		}},
 		{"CreateFile", []string{"POST /files"}, func(t *testing.T, v *contractEnv, f *contractFlow) {
-			f.rawData = pseudoRandom(6<<20+123, 11)
+			f.rawData = testkit.RandBytes(6<<20+123, 11)
 			res, err := v.a.CreateFile(ctx, api.CreateFileRequest{ParentID: f.dir, Name: "raw.bin", Size: int64(len(f.rawData)), ChunkSizeMB: 5})
 			if err != nil || res.ID == 0 || res.UID == "" || res.ChunkSize != 5 || len(res.UploadURLs) != 2 ||
 				res.UploadURLs[0].PartNumber != 1 || res.UploadURLs[1].PartNumber != 2 {
@@ -910,7 +877,7 @@ func methodRows() []methodRow {
 					t.Fatalf("step %d: %+v %v", i, j, err)
 				}
 				if want == api.DownloadUploaded {
-					entries := unzip(t, readAll(t, v.a, j.DownloadURL))
+					entries := testkit.Unzip(t, readAll(t, v.a, j.DownloadURL))
 					if len(entries) != 2 || !bytes.Equal(entries["raw.bin"], f.rawData) || !bytes.Equal(entries["up.txt"], f.upData) {
 						t.Fatalf("ZIP entries %d", len(entries))
 					}
@@ -964,7 +931,7 @@ func methodRows() []methodRow {
 			if err != nil || job.ID == 0 || job.Status != api.DownloadUploaded || job.Size == nil {
 				t.Fatalf("%+v %v", job, err)
 			}
-			entries := unzip(t, zipped)
+			entries := testkit.Unzip(t, zipped)
 			var files []string
 			var size int64
 			for name, data := range entries {
@@ -1151,10 +1118,8 @@ func errorRows() []errorRow {
 			return err
 		}},
 		{"401 clock outside the accepted window", 401, "IsUnauthorized", false, func(t *testing.T, v *contractEnv) error {
-			quiet := logrus.New()
-			quiet.SetOutput(io.Discard)
 			late := func() time.Time { return v.clock.Now().Add(-6 * time.Minute) }
-			c, err := api.New(v.creds[0], api.Options{Logger: quiet, Clock: late, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+			c, err := api.New(v.creds[0], api.Options{Logger: testkit.Quiet(), Clock: late, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1214,7 +1179,7 @@ func errorRows() []errorRow {
 			if err := v.e.SetStorageQuota(emulator.OrgA, 0, 2000); err != nil {
 				t.Fatal(err)
 			}
-			data := pseudoRandom(1200, 5)
+			data := testkit.RandBytes(1200, 5)
 			res, parts := v.uploadParts(t, api.CreateFileRequest{Name: "late.bin", Size: int64(len(data))}, data)
 			// Meanwhile the storage fills up (quotas are not enforced server side).
 			v.sharedFile(t, emulator.OrgA, 0, "filler.txt", strings.Repeat("x", 1000))
@@ -1244,7 +1209,7 @@ func errorRows() []errorRow {
 		}},
 		// 452
 		{"452 parts shorter than the declared size", 452, "IsSizeMismatch", false, func(t *testing.T, v *contractEnv) error {
-			data := pseudoRandom(6<<20, 6)
+			data := testkit.RandBytes(6<<20, 6)
 			res, parts := v.uploadParts(t, api.CreateFileRequest{Name: "short.bin", Size: int64(len(data)) + 1, ChunkSizeMB: 5}, data)
 			if len(parts) != 2 {
 				t.Fatalf("%d parts", len(parts))

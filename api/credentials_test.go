@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
 func TestLoadCredentials(t *testing.T) {
@@ -97,7 +99,7 @@ func TestCredentialsNeverFormatted(t *testing.T) {
 		t.Errorf("%v", c)
 	}
 	// The client and its transport do not show them either.
-	cl, err := New(c, Options{Logger: quietLogger()})
+	cl, err := New(c, Options{Logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 // These tests run the upload and download helpers against the in-process
@@ -31,40 +28,11 @@ func startEmulator(t *testing.T, opts emulator.Options) (*emulator.Server, *api.
 		opts.StepDelay = 20 * time.Millisecond
 	}
 	if opts.Log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		opts.Log = l
+		opts.Log = testkit.Quiet()
 	}
 	s := emutest.Start(t, opts)
-	var creds api.Credentials
-	for _, c := range s.Credentials() {
-		if c.Name == emulator.OrgA {
-			creds = api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}
-		}
-	}
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	if os.Getenv("ORGFS_TEST_DEBUG") != "" { // debug lines of the client on stderr
-		l.SetOutput(os.Stderr)
-		l.SetLevel(logrus.DebugLevel)
-	}
-	c, err := api.New(creds, api.Options{Logger: l, BaseBackoff: 2 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, MaxAttempts: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Client(t, s, emulator.OrgA, api.Options{BaseBackoff: 2 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, MaxAttempts: 10})
 	return s, c
-}
-
-func pseudoRandom(n int, seed uint64) []byte {
-	b := make([]byte, n)
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for i := 0; i+8 <= n; i += 8 {
-		v := r.Uint64()
-		for j := range 8 {
-			b[i+j] = byte(v >> (8 * j))
-		}
-	}
-	return b
 }
 
 type memWriterAt struct {
@@ -86,7 +54,7 @@ func TestEmulatorUploadDownload(t *testing.T) {
 	}
 	_, c := startEmulator(t, emulator.Options{})
 	ctx := context.Background()
-	data := pseudoRandom(100<<20+4321, 1)
+	data := testkit.RandBytes(100<<20+4321, 1)
 	var last int64
 	res, err := c.Upload(ctx, api.UploadRequest{
 		Name: "hundred.bin", ContentType: "application/octet-stream", Size: int64(len(data)),
@@ -224,7 +192,7 @@ func TestEmulatorLostAnswers(t *testing.T) {
 func TestEmulatorUploadCompleteError(t *testing.T) {
 	s, c := startEmulator(t, emulator.Options{Seed: emulator.SeedEmpty})
 	s.Emulator.InjectError("POST /files/{id}/complete", 452, 1)
-	data := pseudoRandom(1000, 2)
+	data := testkit.RandBytes(1000, 2)
 	_, err := c.Upload(context.Background(), api.UploadRequest{Name: "x.bin", Size: int64(len(data)), Body: bytes.NewReader(data)})
 	if !api.IsSizeMismatch(err) {
 		t.Fatal(err)
@@ -257,7 +225,7 @@ func TestEmulatorFaultRate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data := pseudoRandom(12<<20, 3)
+	data := testkit.RandBytes(12<<20, 3)
 	res, err := c.Upload(ctx, api.UploadRequest{Name: "flaky.bin", Size: int64(len(data)), Body: bytes.NewReader(data), ChunkSize: 5 << 20})
 	if err != nil {
 		t.Fatal(err)

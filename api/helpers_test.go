@@ -4,26 +4,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
 const (
 	testKey    = "test-key-1234"
 	testSecret = "test-secret-abcdef-0123456789"
 )
-
-func quietLogger() *logrus.Logger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	return l
-}
 
 // newTestClient starts an httptest server with h and returns a client of it
 // with fast retries.
@@ -32,7 +25,7 @@ func newTestClient(t *testing.T, h http.Handler, mods ...func(*Options)) (*Clien
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	opts := Options{
-		Logger:       quietLogger(),
+		Logger:       logging.Discard(),
 		BaseBackoff:  time.Millisecond,
 		MaxBackoff:   5 * time.Millisecond,
 		MaxRetryTime: 10 * time.Second,

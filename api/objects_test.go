@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
 // fakeService is a small HTTP-level stand-in for the service and its object
@@ -60,7 +62,7 @@ func newFakeService(t *testing.T) *fakeService {
 }
 
 func (f *fakeService) client(mods ...func(*Options)) *Client {
-	opts := Options{Logger: quietLogger(), BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
+	opts := Options{Logger: logging.Discard(), BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	for _, m := range mods {
 		m(&opts)
 	}

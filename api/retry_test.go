@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
 func TestRetry503Then200(t *testing.T) {
@@ -211,7 +213,7 @@ func TestPostRetriedOnDialError(t *testing.T) {
 		return d.DialContext(ctx, network, srv.Listener.Addr().String())
 	}}
 	c, err := New(Credentials{Endpoint: srv.URL, Key: testKey, Secret: testSecret},
-		Options{Transport: tr, Logger: quietLogger(), BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+		Options{Transport: tr, Logger: logging.Discard(), BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +232,7 @@ func TestDialErrorExhausted(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	c, err := New(Credentials{Endpoint: "http://" + addr, Key: testKey, Secret: testSecret},
-		Options{Logger: quietLogger(), BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxAttempts: 3})
+		Options{Logger: logging.Discard(), BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxAttempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
 var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -220,7 +222,7 @@ func TestReplayOverTLSRetriedOnce(t *testing.T) {
 	srv := httptest.NewTLSServer(h)
 	defer srv.Close()
 	c, err := New(Credentials{Endpoint: srv.URL, Key: testKey, Secret: testSecret},
-		Options{Transport: srv.Client().Transport, Logger: quietLogger(), BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+		Options{Transport: srv.Client().Transport, Logger: logging.Discard(), BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func TestReplayOverTLSRetriedOnce(t *testing.T) {
 		t.Fatalf("scenario not played: %d drops, %d replays", dropped, replays)
 	}
 	// A genuine 401 is not retried forever: one retry, then the error.
-	bad, _ := New(Credentials{Endpoint: srv.URL, Key: "other-key", Secret: "x"}, Options{Transport: srv.Client().Transport, Logger: quietLogger()})
+	bad, _ := New(Credentials{Endpoint: srv.URL, Key: "other-key", Secret: "x"}, Options{Transport: srv.Client().Transport, Logger: logging.Discard()})
 	mu.Lock()
 	before := requests
 	mu.Unlock()

@@ -1,40 +1,16 @@
 package emulator_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/testkit"
 )
-
-// unzip reads every file entry of a ZIP.
-func unzip(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatalf("not a ZIP: %v", err)
-	}
-	out := map[string][]byte{}
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[f.Name] = data
-	}
-	return out
-}
 
 func (v *env) job(id int64, query string) map[string]any {
 	v.t.Helper()
@@ -78,7 +54,7 @@ func TestDownloadJobs(t *testing.T) {
 	if url == "" {
 		t.Fatalf("uploaded job without download_url: %v", dump(j))
 	}
-	got := unzip(t, v.get(url))
+	got := testkit.Unzip(t, v.get(url))
 	want := map[string][]byte{"a #1.txt": []byte("alpha"), "sub dir/": {}, "sub dir/b ü.txt": []byte("bravo!"), "late.txt": []byte("charlie"), "empty/": {}}
 	if !maps.EqualFunc(got, want, bytes.Equal) {
 		t.Fatalf("ZIP entries %q, want %q", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
@@ -92,7 +68,7 @@ func TestDownloadJobs(t *testing.T) {
 	r = v.ok(v.a, "POST", "/files/download", map[string]any{"file_ids": []int64{a, b, dup}})
 	fid := num(t, r, "download_id")
 	v.clock.Advance(2 * step)
-	got = unzip(t, v.get(attrs(v.job(fid, ""))["download_url"].(string)))
+	got = testkit.Unzip(t, v.get(attrs(v.job(fid, ""))["download_url"].(string)))
 	want = map[string][]byte{"a #1.txt": []byte("alpha"), "b ü.txt": []byte("bravo!"), "a #1 (2).txt": []byte("other alpha")}
 	if !maps.EqualFunc(got, want, bytes.Equal) {
 		t.Fatalf("files ZIP entries %q", slices.Sorted(maps.Keys(got)))
@@ -179,7 +155,7 @@ func TestDemoSeedTaskAndRecordings(t *testing.T) {
 	j := v.ok(v.a, "POST", "/files/download", map[string]any{"task_id": fx.Task})
 	id := num(t, j, "download_id")
 	v.clock.Advance(2 * step)
-	got := unzip(t, v.get(attrs(v.job(id, ""))["download_url"].(string)))
+	got := testkit.Unzip(t, v.get(attrs(v.job(id, ""))["download_url"].(string)))
 	tops := map[string]bool{}
 	for name := range got {
 		top, _, _ := bytes.Cut([]byte(name), []byte("/"))

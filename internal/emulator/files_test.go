@@ -2,13 +2,13 @@ package emulator_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 func TestListingPaginationAndSearch(t *testing.T) {
@@ -89,15 +89,9 @@ func TestListingPaginationAndSearch(t *testing.T) {
 	v.call(v.a, 404, "GET", "/machines/424242/files", nil)
 }
 
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
-
 func TestUploadFlow(t *testing.T) {
 	v := start(t, emulator.SeedEmpty)
-	content := randomBytes(11<<20 + 123) // three parts of 5 MiB
+	content := testkit.RandBytes(11<<20+123, 1) // three parts of 5 MiB
 	id := v.upload(v.a, 0, 0, "big file #1 ü.bin", content, 5, false)
 	d := v.ok(v.a, "GET", fmt.Sprintf("/files/%d/download", id), nil)
 	if num(t, d, "size") != int64(len(content)) || d["name"] != "big file #1 ü.bin" || d["content_type"] != "application/octet-stream" {

@@ -1,9 +1,12 @@
 // Package testkit holds what tests across the packages share: the
 // emulator's credentials as a client's, a client, a quiet logger, random
-// bytes and waiting for a condition.
+// bytes, waiting for a condition and reading a ZIP.
 package testkit
 
 import (
+	"archive/zip"
+	"bytes"
+	"io"
 	"math/rand"
 	"os"
 	"testing"
@@ -45,10 +48,10 @@ func Client(t testing.TB, s *emulator.Server, org string, opts api.Options) *api
 }
 
 // Log is a logger for a test: silent, or debug on standard error under
-// go test -v.
+// go test -v or with ORGFS_TEST_DEBUG set in the environment.
 func Log(t testing.TB) *logrus.Logger {
 	l := logging.Discard()
-	if testing.Verbose() {
+	if testing.Verbose() || os.Getenv("ORGFS_TEST_DEBUG") != "" {
 		l.SetOutput(os.Stderr)
 		l.SetLevel(logrus.DebugLevel)
 	}
@@ -77,4 +80,32 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Unzip reads every entry of a ZIP: a file's content by its name, a
+// folder's name ("sub/") with nil.
+func Unzip(t testing.TB, b []byte) map[string][]byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("not a ZIP (%d bytes): %v", len(b), err)
+	}
+	out := map[string][]byte{}
+	for _, f := range zr.File {
+		if f.FileInfo().IsDir() {
+			out[f.Name] = nil
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f.Name] = data
+	}
+	return out
 }

@@ -25,10 +25,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
 func main() {
@@ -44,8 +43,7 @@ func run(credPath string, args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: benchtool -credentials FILE url PATH | loop DIR OUT | stats")
 	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
+	quiet := logging.Discard()
 	creds, err := api.LoadCredentialsWithLogger(credPath, quiet)
 	if err != nil {
 		return err

@@ -1,0 +1,133 @@
+package archtest
+
+import (
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// An arrow is a dependency a layer must not have: no package matching from
+// (the package or one below it) may import one matching any of forbidden,
+// directly, or, unless direct, through other packages.
+type arrow struct {
+	from      string
+	forbidden []string
+	direct    bool
+}
+
+// The layers, from the bottom: api talks to the service; cache keeps its
+// answers and knows nothing of FUSE or the kernel; fs is the FUSE tree and
+// reaches the service only through api and cache.
+var arrows = []arrow{
+	{from: "api", forbidden: []string{"cache", "fs", "github.com/hanwen/go-fuse"}},
+	{from: "cache", forbidden: []string{"fs", "github.com/hanwen/go-fuse"}},
+	// os and golang.org/x/sys import syscall themselves: only cache's own
+	// imports are held to it.
+	{from: "cache", forbidden: []string{"syscall"}, direct: true},
+	{from: "fs", forbidden: []string{"net/http"}, direct: true},
+}
+
+func TestDependencyArrows(t *testing.T) {
+	mod, root := module(t)
+	graph := importGraph(t, root)
+	full := func(p string) string {
+		if p == "cache" || p == "fs" || p == "api" {
+			return mod + "/" + p
+		}
+		return p
+	}
+	for _, a := range arrows {
+		from := full(a.from)
+		var forbidden []string
+		for _, f := range a.forbidden {
+			forbidden = append(forbidden, full(f))
+		}
+		found := false
+		for pkg := range graph {
+			if !within(pkg, from) {
+				continue
+			}
+			found = true
+			if chain := reach(graph, pkg, forbidden, a.direct); chain != nil {
+				t.Errorf("%s must not import %s, but %s", a.from, strings.Join(a.forbidden, ", "), strings.Join(chain, " → "))
+			}
+		}
+		if !found {
+			t.Errorf("no package %s in the module", from)
+		}
+	}
+}
+
+// module returns the module's path and its root folder.
+func module(t *testing.T) (path, dir string) {
+	t.Helper()
+	out := goTool(t, "", "list", "-m", "-f", "{{.Path}}\t{{.Dir}}")
+	path, dir, ok := strings.Cut(strings.TrimSpace(out), "\t")
+	if !ok {
+		t.Fatalf("go list -m: %q", out)
+	}
+	return path, dir
+}
+
+// importGraph maps every package of the module and every package they
+// depend on to its imports (not its tests').
+func importGraph(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := goTool(t, root, "list", "-e", "-deps", "-f", "{{.ImportPath}}\t{{join .Imports \" \"}}", "./...")
+	graph := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		pkg, imports, _ := strings.Cut(line, "\t")
+		graph[pkg] = strings.Fields(imports)
+	}
+	return graph
+}
+
+// reach returns the first chain of imports from pkg to a package within one
+// of forbidden (only pkg's own imports when direct), or nil.
+func reach(graph map[string][]string, pkg string, forbidden []string, direct bool) []string {
+	prev := map[string]string{pkg: ""}
+	queue := []string{pkg}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, imp := range graph[p] {
+			if _, seen := prev[imp]; seen {
+				continue
+			}
+			prev[imp] = p
+			if slices.ContainsFunc(forbidden, func(f string) bool { return within(imp, f) }) {
+				var chain []string
+				for q := imp; q != ""; q = prev[q] {
+					chain = append(chain, q)
+				}
+				slices.Reverse(chain)
+				return chain
+			}
+			if !direct {
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return nil
+}
+
+// within reports whether pkg is p or a package below it.
+func within(pkg, p string) bool {
+	return pkg == p || strings.HasPrefix(pkg, p+"/")
+}
+
+// goTool runs the go command in dir and returns its standard output.
+func goTool(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}

@@ -1,0 +1,4 @@
+// Package archtest holds no code: its tests check the shape of the module,
+// the dependency arrows between its layers (api, cache, fs) and the size
+// limits of its files and functions, so that they stay true as it grows.
+package archtest

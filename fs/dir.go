@@ -1,0 +1,511 @@
+package fs
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
+)
+
+// dirView is a folder listing with the names the mount shows for it, and the
+// files written here that are not on the service yet.
+type dirView struct {
+	listing *cache.Listing
+	files   []api.File // the listing's, then pending files of new names (ID 0)
+	names   []string
+	byName  map[string]int
+	staged  map[string]*cache.Staged // pending files by name (new or replacing a listed one)
+}
+
+func newDirView(l *cache.Listing, pending []*cache.Staged) *dirView {
+	files := l.Files
+	staged := map[string]*cache.Staged{}
+	if len(pending) > 0 {
+		listed := make(map[string]bool, len(files))
+		for _, f := range files {
+			listed[f.Name] = true
+		}
+		files = append([]api.File(nil), files...)
+		for _, st := range pending {
+			name := st.Target().Name
+			staged[name] = st
+			if !listed[name] {
+				files = append(files, api.File{Name: name, ObjectType: api.ObjectFile})
+			}
+		}
+	}
+	items := make([]named, len(files))
+	for i, f := range files {
+		items[i] = named{f.Name, f.ID}
+	}
+	v := &dirView{listing: l, files: files, names: uniqueNames(items), byName: make(map[string]int, len(items)), staged: staged}
+	for i, name := range v.names {
+		v.byName[name] = i
+	}
+	return v
+}
+
+// dirNode is a folder of a storage area (shared/, a computer's, recordings/),
+// or an area's root (key.ID 0).
+type dirNode struct {
+	node
+	key cache.DirKey
+
+	mu    sync.Mutex
+	view  *dirView  // guarded by mu
+	mtime time.Time // guarded by mu
+}
+
+func (f *FS) newDirNode(key cache.DirKey, mtime time.Time) *dirNode {
+	return &dirNode{node: node{fsys: f}, key: key, mtime: mtime}
+}
+
+var (
+	_ = (gofs.NodeGetattrer)((*dirNode)(nil))
+	_ = (gofs.NodeLookuper)((*dirNode)(nil))
+	_ = (gofs.NodeReaddirer)((*dirNode)(nil))
+	_ = (gofs.NodeCreater)((*dirNode)(nil))
+	_ = (gofs.NodeMkdirer)((*dirNode)(nil))
+	_ = (gofs.NodeUnlinker)((*dirNode)(nil))
+	_ = (gofs.NodeRmdirer)((*dirNode)(nil))
+	_ = (gofs.NodeRenamer)((*dirNode)(nil))
+	_ = (gofs.NodeSetattrer)((*dirNode)(nil))
+)
+
+// load returns the folder's view, from the cached listing while it is fresh.
+func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
+	l, err := n.fsys.Dirs.List(ctx, n.key)
+	if err != nil {
+		return nil, toErrno(n.fsys.Log, "listing "+n.Path(nil), err)
+	}
+	var pending []*cache.Staged
+	if n.fsys.Staging != nil {
+		pending = n.fsys.Staging.Pending(n.key.Area, n.key.ID)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.view == nil || n.view.listing != l || len(pending) > 0 || len(n.view.staged) > 0 {
+		n.view = newDirView(l, pending)
+	}
+	return n.view, 0
+}
+
+// cachedHas reports whether the folder's cached view, fresh or not, holds
+// name; it makes no request.
+func (n *dirNode) cachedHas(name string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.view == nil {
+		return false
+	}
+	_, ok := n.view.byName[name]
+	return ok
+}
+
+func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.mu.Lock()
+	mtime := n.mtime
+	n.mu.Unlock()
+	n.fsys.setDirAttr(&out.Attr, mtime)
+	return 0
+}
+
+func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if probeName(name) && !n.cachedHas(name) {
+		return nil, syscall.ENOENT // answered from memory: no request
+	}
+	v, errno := n.load(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	i, ok := v.byName[name]
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	var ch *gofs.Inode
+	if st := v.staged[name]; st != nil {
+		ch = n.stagedChild(ctx, name, st)
+	} else {
+		ch = n.listedChild(ctx, name, v.files[i])
+	}
+	entryAttr(ctx, ch, out)
+	return ch, 0
+}
+
+// listedChild returns the inode of a listed entry of this folder. An inode
+// the kernel already knows under that name is kept and brought up to date
+// with the listing (go-fuse would otherwise drop a new node for the known
+// one).
+func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gofs.Inode {
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == fileIno(f.ID) {
+		switch op := ch.Operations().(type) {
+		case *fileNode:
+			op.update(n.key, f)
+			return ch
+		case *dirNode:
+			op.mu.Lock()
+			op.mtime = f.LastModified
+			op.mu.Unlock()
+			return ch
+		}
+	}
+	if f.IsDir() {
+		return n.NewInode(ctx, n.fsys.newDirNode(cache.DirKey{Area: n.key.Area, ID: f.ID}, f.LastModified),
+			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: fileIno(f.ID)})
+	}
+	return n.NewInode(ctx, n.fsys.newFileNode(n.key, f, nil),
+		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: fileIno(f.ID)})
+}
+
+// stagedChild returns the inode of a pending file of this folder; a known one
+// is pointed at st.
+func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged) *gofs.Inode {
+	ino := stagedIno(n.key, name)
+	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == ino {
+		if fn, ok := ch.Operations().(*fileNode); ok {
+			fn.mu.Lock()
+			fn.staged = st
+			fn.mu.Unlock()
+			return ch
+		}
+	}
+	return n.NewInode(ctx, n.fsys.newFileNode(n.key, api.File{Name: name}, st),
+		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
+}
+
+func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	v, errno := n.load(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	entries := make([]fuse.DirEntry, len(v.names))
+	for i, f := range v.files {
+		mode, ino := uint32(syscall.S_IFREG), fileIno(f.ID)
+		if f.IsDir() {
+			mode = syscall.S_IFDIR
+		}
+		if v.staged[v.names[i]] != nil {
+			ino = stagedIno(n.key, v.names[i])
+		}
+		entries[i] = fuse.DirEntry{Name: v.names[i], Mode: mode, Ino: ino}
+	}
+	return gofs.NewListDirStream(entries), 0
+}
+
+// target is where a file of this folder named name goes on the service.
+func (n *dirNode) target(name string) cache.Target {
+	return cache.Target{Area: n.key.Area, ParentID: n.key.ID, Name: name}
+}
+
+// existing is the service file of this folder listed under name, if any. A
+// folder that cannot be listed is logged and reported as empty; the callers
+// that must not guess use existingErr.
+func (n *dirNode) existing(ctx context.Context, name string) (api.File, bool) {
+	f, ok, _ := n.existingErr(ctx, name)
+	return f, ok
+}
+
+func (n *dirNode) existingErr(ctx context.Context, name string) (api.File, bool, syscall.Errno) {
+	v, errno := n.load(ctx)
+	if errno != 0 {
+		return api.File{}, false, errno
+	}
+	i, ok := v.byName[name]
+	if !ok || v.files[i].ID <= 0 {
+		return api.File{}, false, 0
+	}
+	return v.files[i], true, 0
+}
+
+// Changes. Files are created, written, truncated and renamed as staging
+// copies on local disk (package cache's Staging), each uploaded as a whole
+// after its last close and the write-back delay, or at fsync. Folders are
+// created and removed on the service at once. Every change the mount makes on
+// the service, and every edit of the caches that follows one, is in the
+// methods below, fileNode.stageForWriting, fileNode.Setattr and FS.newStaged
+// (file.go), and FS.Uploaded (mtimes.go).
+
+// Create makes a file, or empties the pending file of that name, and opens
+// it for writing.
+func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	if !n.fsys.writable(n.key.Area) {
+		return nil, nil, 0, syscall.EROFS
+	}
+	if probeName(name) {
+		// Desktop litter (.DS_Store, Thumbs.db...) is never uploaded.
+		return nil, nil, 0, syscall.EACCES
+	}
+	st, errno := n.createStaged(ctx, name)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	st.Touch()
+	ch := n.stagedChild(ctx, name, st)
+	fn := ch.Operations().(*fileNode)
+	fn.fillAttr(&out.Attr)
+	return ch, &stagedHandle{node: fn, staged: st, writer: true}, 0, 0
+}
+
+// createStaged returns the empty staging copy of a file made at name: the
+// pending file there, truncated, or a new one, which replaces the service
+// file of that name when it is uploaded. The caller owns a writer of it.
+func (n *dirNode) createStaged(ctx context.Context, name string) (*cache.Staged, syscall.Errno) {
+	t := n.target(name)
+	// Acquire opens a pending file for writing under the queue's lock, so its
+	// upload cannot retire it in between.
+	if st := n.fsys.Staging.Acquire(t, true); st != nil {
+		if err := st.File().Truncate(0); err != nil {
+			st.CloseWriter()
+			return nil, toErrno(n.fsys.Log, "truncating "+name, err)
+		}
+		return st, 0
+	}
+	var replaces int64
+	if f, ok := n.existing(ctx, name); ok {
+		if f.IsDir() {
+			return nil, syscall.EISDIR
+		}
+		replaces = f.ID
+	}
+	st, err := n.fsys.Staging.Create(t, replaces)
+	if err != nil {
+		return nil, toErrno(n.fsys.Log, "creating "+n.Path(nil)+"/"+name, err)
+	}
+	st.OpenWriter()
+	return st, 0
+}
+
+// Mkdir creates a folder on the service at once.
+func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if !n.fsys.writable(n.key.Area) {
+		return nil, syscall.EROFS
+	}
+	if _, ok, errno := n.existingErr(ctx, name); ok || errno != 0 {
+		if errno != 0 {
+			return nil, errno
+		}
+		return nil, syscall.EEXIST
+	}
+	if n.fsys.Staging.Lookup(n.target(name)) != nil {
+		return nil, syscall.EEXIST
+	}
+	req := api.CreateDirectoryRequest{ParentID: n.key.ID, Name: name}
+	if n.key.Area.Kind == cache.Machine {
+		req.MachineID = n.key.Area.MachineID
+	}
+	d, err := n.fsys.Client.CreateDirectory(ctx, req)
+	if err != nil {
+		return nil, toErrno(n.fsys.Log, "creating folder "+n.Path(nil)+"/"+name, err)
+	}
+	now := time.Now()
+	f := api.File{ID: d.ID, Name: name, ObjectType: api.ObjectDirectory, ContentType: "directory", ParentID: n.key.ID, LastModified: now}
+	n.fsys.Dirs.Put(n.key, f)
+	// The new folder is empty: no need to list it before its first use.
+	n.fsys.Dirs.Seed(cache.DirKey{Area: n.key.Area, ID: d.ID}, nil)
+	ch := n.listedChild(ctx, name, f)
+	n.fsys.setDirAttr(&out.Attr, now)
+	return ch, 0
+}
+
+// Unlink removes a file: its pending copy, and the service file of that
+// name, at once.
+func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	if !n.fsys.writable(n.key.Area) {
+		return syscall.EROFS
+	}
+	found := false
+	if st := n.fsys.Staging.Lookup(n.target(name)); st != nil {
+		if err := n.fsys.Staging.Remove(st); err != nil {
+			return toErrno(n.fsys.Log, "removing "+name, err)
+		}
+		found = true
+	}
+	f, ok, errno := n.existingErr(ctx, name)
+	if errno != 0 {
+		return errno
+	}
+	if ok {
+		if f.IsDir() {
+			return syscall.EISDIR
+		}
+		if err := n.fsys.Client.DeleteFile(ctx, f.ID); err != nil && !api.IsNotFound(err) {
+			return toErrno(n.fsys.Log, "deleting "+n.Path(nil)+"/"+name, err)
+		}
+		n.fsys.Dirs.Remove(n.key, f.ID)
+		n.fsys.Fetcher.Forget(f.ID)
+		found = true
+	}
+	if !found {
+		return syscall.ENOENT
+	}
+	return 0
+}
+
+// Rmdir removes an empty folder. The service deletes folders recursively, so
+// emptiness is checked against a fresh listing and anything pending here.
+func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if !n.fsys.writable(n.key.Area) {
+		return syscall.EROFS
+	}
+	f, ok, errno := n.existingErr(ctx, name)
+	if errno != 0 {
+		return errno
+	}
+	if !ok {
+		return syscall.ENOENT
+	}
+	if !f.IsDir() {
+		return syscall.ENOTDIR
+	}
+	key := cache.DirKey{Area: n.key.Area, ID: f.ID}
+	if len(n.fsys.Staging.Pending(key.Area, key.ID)) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	n.fsys.Dirs.Drop(key)
+	l, err := n.fsys.Dirs.List(ctx, key)
+	if err != nil {
+		return toErrno(n.fsys.Log, "listing "+name, err)
+	}
+	if len(l.Files) > 0 {
+		return syscall.ENOTEMPTY
+	}
+	if err := n.fsys.Client.DeleteFile(ctx, f.ID); err != nil && !api.IsNotFound(err) {
+		return toErrno(n.fsys.Log, "deleting folder "+n.Path(nil)+"/"+name, err)
+	}
+	n.fsys.Dirs.Remove(n.key, f.ID)
+	n.fsys.Dirs.Drop(key)
+	return 0
+}
+
+// Rename moves a file. A pending file is renamed locally; a file already on
+// the service is uploaded under the new name, and the old one deleted after
+// that upload succeeded. Folders answer EXDEV, so mv copies them.
+func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	dst, ok := newParent.(*dirNode)
+	if !ok || !n.fsys.writable(n.key.Area) || !n.fsys.writable(dst.key.Area) {
+		return syscall.EROFS
+	}
+	const renameNoreplace, renameExchange = 1, 2
+	if flags&renameExchange != 0 {
+		return syscall.EINVAL
+	}
+	r := &renaming{src: n, dst: dst, name: name, newName: newName}
+	r.old, r.onService = n.existing(ctx, name)
+	if r.onService && r.old.IsDir() {
+		return syscall.EXDEV
+	}
+	if flags&renameNoreplace != 0 {
+		if _, ok := dst.existing(ctx, newName); ok || n.fsys.Staging.Lookup(r.to()) != nil {
+			return syscall.EEXIST
+		}
+	}
+	if st := n.fsys.Staging.Lookup(r.from()); st != nil {
+		return r.pending(ctx, st)
+	}
+	if !r.onService {
+		return syscall.ENOENT
+	}
+	return r.uploaded(ctx)
+}
+
+// renaming is a Rename under way: the file name of src goes to dst as
+// newName.
+type renaming struct {
+	src, dst      *dirNode
+	name, newName string
+	old           api.File // the service file listed at name, when onService
+	onService     bool
+}
+
+func (r *renaming) from() cache.Target { return r.src.target(r.name) }
+func (r *renaming) to() cache.Target   { return r.dst.target(r.newName) }
+
+// pending renames a pending file: its staging copy takes the new name.
+func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno {
+	fsys := r.src.fsys
+	var replaces int64
+	if f, ok := r.dst.existing(ctx, r.newName); ok && !f.IsDir() {
+		replaces = f.ID
+	}
+	if err := fsys.Staging.RenameReplacing(st, r.to(), replaces); err != nil {
+		return toErrno(fsys.Log, "renaming "+r.name, err)
+	}
+	fsys.mtimes.move(r.from(), r.to())
+	if r.onService {
+		// The pending file replaced a service file of the old name: that one
+		// goes when the new name is on the service.
+		st.DeleteAfterUpload(r.old.ID)
+		fsys.Dirs.Hide(r.src.key, r.old.ID)
+	}
+	r.src.retargetChild(r.name, r.dst, r.newName, st)
+	return 0
+}
+
+// uploaded renames a file on the service: a staging copy of it is made under
+// the new name, and the old name deleted once that copy is uploaded. The
+// content is fetched before anything at the new name is replaced: a failed
+// fetch leaves both names as they were.
+func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
+	fsys := r.src.fsys
+	var replaces int64
+	if f, ok := r.dst.existing(ctx, r.newName); ok {
+		if f.IsDir() {
+			return syscall.EISDIR
+		}
+		replaces = f.ID
+	}
+	content, err := fsys.fetchAll(ctx, r.old)
+	if err != nil {
+		return toErrno(fsys.Log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
+	}
+	defer content.Close()
+	st, err := fsys.newStaged(r.to(), replaces, content, r.old)
+	if err != nil {
+		return toErrno(fsys.Log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
+	}
+	st.DeleteAfterUpload(r.old.ID)
+	fsys.mtimes.setPending(r.to(), fsys.mtimes.shown(r.old))
+	st.Touch()
+	r.src.retargetChild(r.name, r.dst, r.newName, st)
+	st.CloseWriter()
+	fsys.Dirs.Hide(r.src.key, r.old.ID) // gone from here now; from the service once the new name is there
+	return 0
+}
+
+// retargetChild points the inode the kernel is moving (go-fuse moves it after
+// Rename returns) at its new folder, name and staging copy, so an open right
+// after the rename writes to the new name.
+func (n *dirNode) retargetChild(name string, dst *dirNode, newName string, st *cache.Staged) {
+	ch := n.GetChild(name)
+	if ch == nil {
+		return
+	}
+	if fn, ok := ch.Operations().(*fileNode); ok {
+		fn.mu.Lock()
+		fn.parent = dst.key
+		fn.file.Name = newName
+		fn.staged = st
+		fn.mu.Unlock()
+	}
+}
+
+// Setattr: folders take chmod, chown and utimes without effect on the
+// service (it keeps no modes, owners or folder times); a time set shows until
+// the next listing. cp -a, rsync -a and mv expect them to succeed.
+func (n *dirNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if !n.fsys.writable(n.key.Area) {
+		return syscall.EROFS
+	}
+	if mtime, ok := in.GetMTime(); ok {
+		n.mu.Lock()
+		n.mtime = mtime
+		n.mu.Unlock()
+	}
+	return n.Getattr(ctx, fh, out)
+}

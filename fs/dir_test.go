@@ -1,0 +1,373 @@
+package fs
+
+// Tests of folders (dir.go): listings, names, lookups, and the changes made
+// in a folder: create, mkdir, unlink, rmdir, rename.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+func TestTreeMatchesListings(t *testing.T) {
+	e := newEnv(t, envOptions{seed: emulator.SeedDemo, perPage: 7})
+	// shared/: every page of the root listing, with sizes and times.
+	want, err := e.client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) <= 7 {
+		t.Fatalf("the demo root has %d entries; the test needs more than a page", len(want))
+	}
+	ents, err := os.ReadDir(e.path("shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != len(want) {
+		t.Fatalf("shared/ has %d entries, the service %d", len(ents), len(want))
+	}
+	for i, f := range want {
+		st, err := os.Stat(e.path("shared", f.Name))
+		if err != nil {
+			t.Fatalf("entry %d %q: %v", i, f.Name, err)
+		}
+		if st.IsDir() != f.IsDir() || (!f.IsDir() && st.Size() != f.Size) || !st.ModTime().Equal(f.LastModified) {
+			t.Errorf("%q: dir %v size %d mtime %v; service: dir %v size %d mtime %v", f.Name, st.IsDir(), st.Size(), st.ModTime(), f.IsDir(), f.Size, f.LastModified)
+		}
+		if f.IsDir() && st.Mode().Perm() != 0o755 || !f.IsDir() && st.Mode().Perm() != 0o644 {
+			t.Errorf("%q: mode %v", f.Name, st.Mode())
+		}
+	}
+	// small-files/ has 300 entries: many pages of 7.
+	sf := listNames(t, e.path("shared", "small-files"))
+	if len(sf) != 300 {
+		t.Fatalf("small-files/ lists %d entries, want 300", len(sf))
+	}
+	// computers/: clashing names get their id; unicode and '#' stay.
+	seats, err := api.Collect(e.client.Seats(t.Context(), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := listNames(t, e.path("computers"))
+	if len(names) != len(seats) {
+		t.Fatalf("computers/ has %q, the service %d computers", names, len(seats))
+	}
+	joined := strings.Join(names, "|")
+	for _, s := range seats {
+		if !strings.Contains(joined, s.Name) {
+			t.Errorf("computer %q missing from %q", s.Name, names)
+		}
+	}
+	if !strings.Contains(joined, "Build Box (") || !strings.Contains(joined, "Café Render") || !strings.Contains(joined, "Design Studio #1") {
+		t.Errorf("computer names %q lack the clash suffix, unicode or '#'", names)
+	}
+	// A computer's storage and recordings list what the service has.
+	for _, s := range seats {
+		files, err := e.client.MachineFiles(t.Context(), s.ID, api.ListFilesRequest{}).Collect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dirName string
+		for _, n := range names {
+			if n == s.Name || n == fmt.Sprintf("%s (%d)", s.Name, s.ID) {
+				dirName = n
+			}
+		}
+		if got := listNames(t, e.path("computers", dirName)); len(got) != len(files) {
+			t.Errorf("computers/%s has %d entries, the service %d", dirName, len(got), len(files))
+		}
+	}
+	recs, err := e.client.Recordings(t.Context(), api.ListFilesRequest{}).Collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listNames(t, e.path("recordings")); len(got) != len(recs) || len(recs) == 0 {
+		t.Errorf("recordings/ has %d entries, the service %d", len(got), len(recs))
+	}
+}
+
+func TestNamesWithSpacesUnicodeAndHash(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	root := e.root(0)
+	names := []string{"with space.txt", "ünïcødé ✓.txt", "#hash #1.md", "50% off?.txt", "quote's \"q\".txt"}
+	for i, n := range names {
+		e.put(0, root, n, []byte(n+fmt.Sprint(i)))
+	}
+	for i, n := range names {
+		local := safeName(n)
+		b, err := os.ReadFile(e.path("shared", local))
+		if err != nil || string(b) != n+fmt.Sprint(i) {
+			t.Errorf("%q read as %q (%v)", local, b, err)
+		}
+	}
+}
+
+func TestListingUsesOnlyListRequests(t *testing.T) {
+	e := newEnv(t, envOptions{perPage: 1000})
+	root := e.root(0)
+	big := e.mkdir(0, root, "big")
+	for i := 0; i < 2500; i++ {
+		e.put(0, big, fmt.Sprintf("file-%04d.txt", i), []byte(fmt.Sprint(i)))
+	}
+	before := e.emu.Stats().Requests
+	out, err := exec.Command("ls", "-l", e.path("shared", "big")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ls -l: %v: %s", err, out)
+	}
+	if lines := strings.Count(string(out), "\n"); lines != 2501 { // "total" and 2500 entries
+		t.Fatalf("ls -l printed %d lines", lines)
+	}
+	after := e.emu.Stats().Requests
+	for route, n := range after {
+		d := n - before[route]
+		if d == 0 {
+			continue
+		}
+		if route != "GET /files" {
+			t.Errorf("ls -l made %d requests of %s", d, route)
+		}
+	}
+	// 2 listings: shared/ (to find big) and big/ in 3 pages of 1000.
+	if d := after["GET /files"] - before["GET /files"]; d > 4 {
+		t.Errorf("ls -l made %d list requests", d)
+	}
+	total := e.apiRequests()
+	if _, err := exec.Command("ls", "-l", e.path("shared", "big")).CombinedOutput(); err != nil {
+		t.Fatal(err)
+	}
+	for _, probe := range []string{".DS_Store", "._big", "desktop.ini", "Thumbs.db", ".Trash-0", ".hidden", "autorun.inf", ".xdg-volume-info"} {
+		if _, err := os.Stat(e.path("shared", "big", probe)); !os.IsNotExist(err) {
+			t.Errorf("probe %s: %v", probe, err)
+		}
+	}
+	if d := e.apiRequests() - total; d != 0 {
+		t.Errorf("a second ls and probe names made %d requests within the TTL", d)
+	}
+}
+
+func TestServiceChangesAppearAfterTTLOrRefresh(t *testing.T) {
+	e := newEnv(t, envOptions{dirTTL: 500 * time.Millisecond})
+	root := e.root(0)
+	e.put(0, root, "a.txt", []byte("one"))
+	if b, _ := os.ReadFile(e.path("shared", "a.txt")); string(b) != "one" {
+		t.Fatalf("a.txt = %q", b)
+	}
+	e.put(0, root, "a.txt", []byte("two, longer"))
+	e.put(0, root, "b.txt", []byte("new"))
+	testkit.WaitFor(t, 5*time.Second, "a.txt's new content and b.txt after the TTL", func() bool {
+		b, _ := os.ReadFile(e.path("shared", "a.txt"))
+		_, errB := os.Stat(e.path("shared", "b.txt"))
+		return string(b) == "two, longer" && errB == nil
+	})
+	// A deletion shows at once after a refresh (what SIGHUP does).
+	ids, _ := e.client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
+	for _, f := range ids {
+		if f.Name == "b.txt" {
+			if err := e.emu.DeleteFile(e.org, f.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.dirs.DropAll()
+	time.Sleep(1100 * time.Millisecond) // the kernel's own entry cache (1s)
+	if _, err := os.Stat(e.path("shared", "b.txt")); !os.IsNotExist(err) {
+		t.Fatalf("b.txt after refresh: %v", err)
+	}
+}
+
+func TestProbeNameTheServiceHoldsIsServed(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.put(0, e.root(0), "desktop.ini", []byte("[.ShellClassInfo]"))
+	os.ReadDir(e.path("shared"))
+	b, err := os.ReadFile(e.path("shared", "desktop.ini"))
+	if err != nil || string(b) != "[.ShellClassInfo]" {
+		t.Fatalf("desktop.ini that the service holds: %q, %v", b, err)
+	}
+}
+
+func TestFoldersAndMoves(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	deep := e.path("shared", "a", "b", "c")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatalf("mkdir -p: %v", err)
+	}
+	os.WriteFile(filepath.Join(deep, "f.txt"), []byte("x"), 0o644)
+	e.settle()
+	if got := string(e.serviceBytes("a/b/c/f.txt")); got != "x" {
+		t.Fatalf("a/b/c/f.txt = %q", got)
+	}
+	// rmdir of a non-empty folder: ENOTEMPTY, nothing deleted
+	if err := syscall.Rmdir(e.path("shared", "a", "b")); !errors.Is(err, syscall.ENOTEMPTY) {
+		t.Fatalf("rmdir a/b: %v, want ENOTEMPTY", err)
+	}
+	if _, ok := e.serviceFile("a/b/c/f.txt"); !ok {
+		t.Fatal("rmdir of a non-empty folder deleted content")
+	}
+	// mv of an uploaded file, of a pending one, and of a folder
+	if err := os.Rename(filepath.Join(deep, "f.txt"), e.path("shared", "moved.txt")); err != nil {
+		t.Fatalf("mv uploaded: %v", err)
+	}
+	os.WriteFile(e.path("shared", "pending.txt"), []byte("p"), 0o644)
+	if err := os.Rename(e.path("shared", "pending.txt"), e.path("shared", "a", "pending-moved.txt")); err != nil {
+		t.Fatalf("mv pending: %v", err)
+	}
+	if err := os.Rename(e.path("shared", "a"), e.path("shared", "z")); !errors.Is(err, syscall.EXDEV) {
+		t.Fatalf("rename of a folder: %v, want EXDEV", err)
+	}
+	run(t, "mv", e.path("shared", "a"), e.path("shared", "z")) // copies and deletes
+	e.settle()
+	if got := string(e.serviceBytes("moved.txt")); got != "x" {
+		t.Fatalf("moved.txt = %q", got)
+	}
+	if got := string(e.serviceBytes("z/pending-moved.txt")); got != "p" {
+		t.Fatalf("z/pending-moved.txt = %q", got)
+	}
+	for _, gone := range []string{"a", "pending.txt", "a/b/c/f.txt"} {
+		if _, ok := e.serviceFile(gone); ok {
+			t.Errorf("%s is still on the service", gone)
+		}
+	}
+	// rm -r works because it empties first
+	run(t, "rm", "-r", e.path("shared", "z"))
+	if _, ok := e.serviceFile("z"); ok {
+		t.Fatal("rm -r left the folder")
+	}
+	// recordings stay read-only
+	if err := os.WriteFile(e.path("recordings", "x"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("writing in recordings/: %v", err)
+	}
+}
+
+func TestDesktopLitterIsNotUploaded(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, name := range []string{".DS_Store", "Thumbs.db", "._report.pdf"} {
+		if err := os.WriteFile(e.path("shared", name), []byte("x"), 0o644); !errors.Is(err, syscall.EACCES) {
+			t.Errorf("creating %s: %v, want EACCES", name, err)
+		}
+	}
+	e.settle()
+	if n := e.requests("POST /files"); n != 0 {
+		t.Errorf("desktop files made %d uploads", n)
+	}
+}
+
+// Review findings 1 and 1b (fixed): mv of an uploaded file, then append to
+// the new name at once; in 1b the node has seen its uploaded record (stat)
+// before the mv.
+func TestWriteReviewRenameUploadedThenAppend(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		statFirst bool
+	}{{"fresh node", false}, {"stat before mv", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			os.WriteFile(e.path("shared", "a.txt"), []byte("one\n"), 0o644)
+			e.settle()
+			if tc.statFirst {
+				os.Stat(e.path("shared", "a.txt"))
+			}
+			if err := os.Rename(e.path("shared", "a.txt"), e.path("shared", "b.txt")); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(e.path("shared", "b.txt"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("two\n")
+			f.Close()
+			e.settle()
+			if _, ok := e.serviceFile("a.txt"); ok {
+				t.Errorf("a.txt resurrected on the service: %q", e.serviceBytes("a.txt"))
+			}
+			if got := string(e.serviceBytes("b.txt")); got != "one\ntwo\n" {
+				t.Errorf("b.txt = %q, want one two", got)
+			}
+		})
+	}
+}
+
+// Review finding 5 (fixed): mv of a pending file into another folder, fd kept; after upload fstat.
+func TestWriteReviewMovePendingAcrossDirs(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	os.Mkdir(e.path("shared", "d"), 0o755)
+	f, err := os.Create(e.path("shared", "p.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("hello")
+	if err := os.Rename(e.path("shared", "p.txt"), e.path("shared", "d", "q.txt")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	e.settle()
+	// same inode via the kernel (within the entry timeout) and via the fd
+	b, err := os.ReadFile(e.path("shared", "d", "q.txt"))
+	t.Logf("read: %q %v", b, err)
+	g, _ := os.Open(e.path("shared", "d", "q.txt"))
+	if g != nil {
+		fi, _ := g.Stat()
+		t.Logf("fstat size %d", fi.Size())
+		g.Close()
+	}
+	if string(b) != "hello" {
+		t.Errorf("read back after move+upload: %q %v", b, err)
+	}
+}
+
+// Review finding 6 (fixed): a failed rename of an uploaded file over a pending one destroys the pending one.
+func TestWriteReviewFailedRenameOverPending(t *testing.T) {
+	e := newEnv(t, envOptions{writeBack: 3 * time.Second})
+	id := e.put(0, 0, "a.txt", []byte("service"))
+	os.ReadDir(e.path("shared")) // listing cached with a.txt
+	os.WriteFile(e.path("shared", "b.txt"), []byte("precious"), 0o644)
+	if err := e.client.DeleteFile(t.Context(), id); err != nil { // someone else deleted a.txt meanwhile
+		t.Fatal(err)
+	}
+	err := os.Rename(e.path("shared", "a.txt"), e.path("shared", "b.txt"))
+	t.Logf("rename: %v", err)
+	b, rerr := os.ReadFile(e.path("shared", "b.txt"))
+	t.Logf("b.txt after failed rename: %q %v", b, rerr)
+	e.settle()
+	_, ok := e.serviceFile("b.txt")
+	t.Logf("b.txt on service: %v", ok)
+	if err != nil && (!ok || string(e.serviceBytes("b.txt")) != "precious") {
+		t.Errorf("rename failed yet b.txt's pending content is gone")
+	}
+}
+
+// Review finding 3 (fixed): recreate a name whose old inode is still held open; read it back.
+func TestWriteReviewRecreateWhileOldHeld(t *testing.T) {
+	e := newEnv(t, envOptions{writeBack: 5 * time.Second})
+	p := e.path("shared", "x.txt")
+	os.WriteFile(p, []byte("first"), 0o644)
+	old, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("second!"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the entry timeout
+	var st syscall.Stat_t
+	serr := syscall.Stat(p, &st)
+	t.Logf("stat: %v size %d", serr, st.Size)
+	b, err := os.ReadFile(p)
+	t.Logf("read back: %q %v", b, err)
+	if string(b) != "second!" || st.Size != 7 {
+		t.Errorf("pending file not readable / wrong size")
+	}
+}

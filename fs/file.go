@@ -1,0 +1,365 @@
+package fs
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
+)
+
+// fileNode is a file of a storage area: on the service, pending (a staging
+// copy not uploaded yet), or both (a pending change of a service file).
+type fileNode struct {
+	node
+
+	mu          sync.Mutex
+	parent      cache.DirKey  // guarded by mu; the folder it is listed in
+	file        api.File      // guarded by mu; a placeholder (ID 0) until listed
+	kernelCache cache.Meta    // guarded by mu; the version the kernel's page cache may hold
+	staged      *cache.Staged // guarded by mu; the pending local copy, while there is one
+
+	stageMu sync.Mutex // held while a staging copy of the file is made (see the lock order in fs.go)
+}
+
+func (f *FS) newFileNode(parent cache.DirKey, file api.File, staged *cache.Staged) *fileNode {
+	return &fileNode{node: node{fsys: f}, parent: parent, file: file, staged: staged}
+}
+
+var (
+	_ = (gofs.NodeGetattrer)((*fileNode)(nil))
+	_ = (gofs.NodeOpener)((*fileNode)(nil))
+	_ = (gofs.NodeSetattrer)((*fileNode)(nil))
+)
+
+// update takes a newer listing record of the file. When its content changed,
+// the kernel's cached pages of it are dropped, once.
+func (n *fileNode) update(parent cache.DirKey, f api.File) {
+	n.mu.Lock()
+	changed := n.kernelCache != (cache.Meta{}) && !n.kernelCache.Same(metaOf(f))
+	if changed {
+		n.kernelCache = cache.Meta{}
+	}
+	n.file = f
+	n.parent = parent
+	n.mu.Unlock()
+	if changed {
+		// Outside any lock, and not from within the kernel's request.
+		go n.NotifyContent(0, 0)
+	}
+}
+
+func (n *fileNode) parentKey() cache.DirKey {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.parent
+}
+
+// target is where the node's file goes on the service.
+func (n *fileNode) target() cache.Target {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.staged != nil {
+		return n.staged.Target()
+	}
+	return cache.Target{Area: n.parent.Area, ParentID: n.parent.ID, Name: n.file.Name}
+}
+
+// refreshStaged returns the node's staging copy while the file is pending.
+// When that copy was uploaded (or removed), it drops it and points the node
+// at where the file went, with the record of the cached listing if there is
+// one, so that the node follows its listing again.
+func (n *fileNode) refreshStaged() *cache.Staged {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.staged
+	if st != nil && (n.fsys.Staging == nil || n.fsys.Staging.Lookup(st.Target()) != st) {
+		// Uploaded (or removed): the listing now has the file.
+		t := st.Target() // where it went, wherever the node was before
+		n.parent = cache.DirKey{Area: t.Area, ID: t.ParentID}
+		n.file = api.File{Name: t.Name} // a placeholder until the listing is read
+		if l, ok := n.fsys.Dirs.Cached(n.parent); ok {
+			for _, f := range l.Files {
+				if f.Name == t.Name && !f.IsDir() {
+					n.file = f
+				}
+			}
+		}
+		n.staged = nil
+		st = nil
+	}
+	return st
+}
+
+// current is the service's record of the node's file: after its staging copy
+// was uploaded, the node holds only a placeholder until the listing is read.
+func (n *fileNode) current(ctx context.Context) (api.File, syscall.Errno) {
+	n.refreshStaged()
+	n.mu.Lock()
+	f, parent := n.file, n.parent
+	n.mu.Unlock()
+	if f.ID > 0 {
+		return f, 0
+	}
+	l, err := n.fsys.Dirs.List(ctx, parent)
+	if err != nil {
+		return api.File{}, toErrno(n.fsys.Log, "listing for "+n.Path(nil), err)
+	}
+	for _, x := range l.Files {
+		if x.Name == f.Name && !x.IsDir() {
+			n.mu.Lock()
+			n.file = x
+			n.mu.Unlock()
+			return x, 0
+		}
+	}
+	return api.File{}, syscall.ENOENT
+}
+
+// fillAttr fills a file's attributes: a pending file's from its staging copy.
+func (n *fileNode) fillAttr(a *fuse.Attr) {
+	if st := n.refreshStaged(); st != nil {
+		n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), st.Size(), st.ModTime())
+		return
+	}
+	n.mu.Lock()
+	f := n.file
+	n.mu.Unlock()
+	n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), f.Size, n.fsys.mtimes.shown(f))
+}
+
+func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fillAttr(&out.Attr)
+	return 0
+}
+
+// Open chooses the handle, as rclone's vfs does: opened for writing, a
+// staged handle writing the file's staging copy (made first when there is
+// none); opened for reading, a staged handle reading the staging copy of a
+// pending file, or else a read handle of the service's content.
+func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
+		return n.openWriter(ctx, flags&syscall.O_TRUNC != 0)
+	}
+	if h := n.openPendingReader(); h != nil {
+		return h, 0, 0
+	}
+	return n.openReader(ctx)
+}
+
+// openWriter opens the file for writing: a staged handle holding a writer.
+func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHandle, uint32, syscall.Errno) {
+	if !n.fsys.writable(n.parentKey().Area) {
+		return nil, 0, syscall.EROFS
+	}
+	st, errno := n.stageForWriting(ctx, truncate)
+	if errno != 0 {
+		return nil, 0, errno
+	}
+	if truncate {
+		if err := st.File().Truncate(0); err != nil {
+			st.CloseWriter()
+			return nil, 0, toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
+		}
+		st.Touch()
+	}
+	// The kernel's pages of the old content must go.
+	n.mu.Lock()
+	n.kernelCache = cache.Meta{}
+	n.mu.Unlock()
+	return &stagedHandle{node: n, staged: st, writer: true}, 0, 0
+}
+
+// openPendingReader opens a pending file for reading: a staged handle holding
+// a reader of its staging copy. Nil when the file is not pending.
+func (n *fileNode) openPendingReader() *stagedHandle {
+	if n.refreshStaged() == nil {
+		return nil
+	}
+	// Acquire keeps the staging copy open for this reader, even if its upload
+	// ends meanwhile.
+	st := n.fsys.Staging.Acquire(n.target(), false)
+	if st == nil {
+		return nil
+	}
+	return &stagedHandle{node: n, staged: st}
+}
+
+// openReader opens the service's content of the file: a read handle. The
+// kernel keeps its cached pages when they are of the same version.
+func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
+	if _, errno := n.current(ctx); errno != 0 {
+		return nil, 0, errno
+	}
+	n.mu.Lock()
+	f := n.file
+	m := metaOf(f)
+	keep := n.kernelCache.Same(m)
+	n.kernelCache = m
+	n.mu.Unlock()
+	if b := n.fsys.Bundler; b != nil {
+		parent := n.parentKey()
+		if l, err := n.fsys.Dirs.List(ctx, parent); err == nil {
+			b.Opened(parent, l.Files, f)
+		}
+	}
+	r, err := n.fsys.Fetcher.Open(m)
+	if err != nil {
+		return nil, 0, toErrno(n.fsys.Log, "opening "+n.Path(nil), err)
+	}
+	var fuseFlags uint32
+	if keep {
+		fuseFlags |= fuse.FOPEN_KEEP_CACHE
+	}
+	return &readHandle{node: n, r: r}, fuseFlags, 0
+}
+
+// Setattr truncates (through the staging copy) and sets the time shown;
+// chmod and chown succeed without effect (cp -a and rsync -a expect it).
+func (n *fileNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if !n.fsys.writable(n.parentKey().Area) {
+		return syscall.EROFS
+	}
+	if size, ok := in.GetSize(); ok {
+		if errno := n.truncate(ctx, int64(size)); errno != 0 {
+			return errno
+		}
+	}
+	if mtime, ok := in.GetMTime(); ok {
+		n.setModTime(mtime)
+	}
+	n.fillAttr(&out.Attr)
+	return 0
+}
+
+// truncate sets the size of the file's staging copy (made first when there is
+// none).
+func (n *fileNode) truncate(ctx context.Context, size int64) syscall.Errno {
+	st, errno := n.stageForWriting(ctx, size == 0)
+	if errno != 0 {
+		return errno
+	}
+	err := st.File().Truncate(size)
+	st.Touch()
+	st.CloseWriter()
+	if err != nil {
+		return toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
+	}
+	return 0
+}
+
+// setModTime sets the time shown for the file: a pending file's on its
+// staging copy, a service file's in the mount's memory (mtimes.go).
+func (n *fileNode) setModTime(mtime time.Time) {
+	if st := n.refreshStaged(); st != nil {
+		st.SetModTime(mtime)
+		n.fsys.mtimes.setPending(st.Target(), mtime)
+		return
+	}
+	n.mu.Lock()
+	f := n.file
+	n.mu.Unlock()
+	n.fsys.mtimes.setFile(f, mtime)
+}
+
+// stageForWriting opens the node's content for writing: its pending staging
+// copy, or a new one holding the service's content (none when truncating).
+// The caller owns a writer of the result and closes it (CloseWriter).
+func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.Staged, syscall.Errno) {
+	// One staging at a time per file: a second writer waits and then opens
+	// the copy the first made, filled. Held across the fetch (fs.go).
+	n.stageMu.Lock()
+	defer n.stageMu.Unlock()
+	if st := n.fsys.Staging.Acquire(n.target(), true); st != nil {
+		n.setStaged(st)
+		return st, 0
+	}
+	f, errno := n.current(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	var r *cache.Reader
+	if !truncate {
+		// Fetched before the copy exists, so nobody sees it half filled.
+		var err error
+		if r, err = n.fsys.fetchAll(ctx, f); err != nil {
+			return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
+		}
+		defer r.Close()
+	}
+	st, err := n.fsys.newStaged(n.target(), f.ID, r, f)
+	if err != nil {
+		return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
+	}
+	n.setStaged(st)
+	return st, 0
+}
+
+func (n *fileNode) setStaged(st *cache.Staged) {
+	n.mu.Lock()
+	n.staged = st
+	n.mu.Unlock()
+}
+
+// newStaged makes a staging copy at to, which replaces the service file
+// replaces when it is uploaded. When r is not nil, the copy is filled from it
+// (a fetchAll reader of the service file from) and takes from's time; a copy
+// that cannot be filled is removed. The caller owns a writer of the result
+// and closes it (CloseWriter).
+func (f *FS) newStaged(to cache.Target, replaces int64, r *cache.Reader, from api.File) (*cache.Staged, error) {
+	st, err := f.Staging.Create(to, replaces)
+	if err != nil {
+		return nil, err
+	}
+	st.OpenWriter()
+	if r == nil {
+		return st, nil
+	}
+	if err := copyFrom(r, from.Size, st.File()); err != nil {
+		st.CloseWriter()
+		f.Staging.Remove(st)
+		return nil, err
+	}
+	st.SetModTime(f.mtimes.shown(from))
+	return st, nil
+}
+
+// metaOf is the version of a service file the content cache knows it by.
+func metaOf(f api.File) cache.Meta {
+	return cache.Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified}
+}
+
+// fetchAll makes the whole content of a service file present in the content
+// cache and returns the reader holding it (the caller closes it).
+func (f *FS) fetchAll(ctx context.Context, file api.File) (*cache.Reader, error) {
+	r, err := f.Fetcher.Open(metaOf(file))
+	if err != nil {
+		return nil, err
+	}
+	if file.Size > 0 {
+		if _, err := r.Ready(ctx, 0, file.Size); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// copyFrom writes the size bytes a fetchAll reader holds into w.
+func copyFrom(r *cache.Reader, size int64, w *os.File) error {
+	if err := w.Truncate(0); err != nil {
+		return err
+	}
+	if size == 0 {
+		return nil
+	}
+	_, err := io.Copy(io.NewOffsetWriter(w, 0), io.NewSectionReader(r.File(), 0, size))
+	return err
+}

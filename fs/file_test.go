@@ -1,0 +1,189 @@
+package fs
+
+// Tests of files (file.go): attributes that follow the listing, staging for
+// writing, truncation and times set.
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	root := e.root(0)
+	data := testkit.RandBytes(3000, 1)
+	e.put(0, root, "grow.bin", data)
+	f, err := os.Open(e.path("shared", "grow.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	files, _ := e.client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
+	rec := files[0]
+	// The service lists the same file (same id) with another size and time.
+	rec.Size, rec.LastModified = 9000, rec.LastModified.Add(time.Minute)
+	e.dirs.Put(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, rec)
+	time.Sleep(1100 * time.Millisecond) // the kernel's attribute cache
+	st, err := os.Stat(e.path("shared", "grow.bin"))
+	if err != nil || st.Size() != 9000 {
+		t.Fatalf("stat after the listing changed: %v, %v", st, err)
+	}
+	fst, err := f.Stat()
+	if err != nil || fst.Size() != 9000 || !fst.ModTime().Equal(rec.LastModified) {
+		t.Fatalf("fstat of the open file: size %d mtime %v (%v); the known inode was not updated", fst.Size(), fst.ModTime(), err)
+	}
+	// The object holds 3000 bytes, the listing says 9000: reading past the
+	// object's end is an error, never a silent short file.
+	g, err := os.Open(e.path("shared", "grow.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	_, err = io.ReadAll(g)
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("reading a file shorter than listed: %v, want EIO", err)
+	}
+}
+
+func TestEditInPlace(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.path("shared", "doc.txt")
+	if err := os.WriteFile(p, []byte("hello world"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	// append
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(", again")
+	f.Close()
+	e.settle()
+	if got := string(e.serviceBytes("doc.txt")); got != "hello world, again" {
+		t.Fatalf("after append: %q", got)
+	}
+	// dd with seek into the existing file, not truncating it
+	run(t, "dd", "if=/dev/zero", "of="+p, "bs=1", "seek=6", "count=5", "conv=notrunc", "status=none")
+	e.settle()
+	if got := string(e.serviceBytes("doc.txt")); got != "hello \x00\x00\x00\x00\x00, again" {
+		t.Fatalf("after dd seek: %q", got)
+	}
+	// truncate down and up
+	run(t, "truncate", "-s", "5", p)
+	e.settle()
+	if got := string(e.serviceBytes("doc.txt")); got != "hello" {
+		t.Fatalf("after truncate down: %q", got)
+	}
+	run(t, "truncate", "-s", "8", p)
+	e.settle()
+	if got := e.serviceBytes("doc.txt"); !bytes.Equal(got, []byte("hello\x00\x00\x00")) {
+		t.Fatalf("after truncate up: %q", got)
+	}
+	// an editor's save: write a temp file, fsync, rename over
+	tmp := e.path("shared", ".doc.txt.swp")
+	g, err := os.Create(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteString("new content")
+	if err := g.Sync(); err != nil {
+		t.Fatalf("fsync: %v", err)
+	}
+	g.Close()
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if got := string(e.serviceBytes("doc.txt")); got != "new content" {
+		t.Fatalf("after save-and-rename: %q", got)
+	}
+	if _, ok := e.serviceFile(".doc.txt.swp"); ok {
+		t.Fatal("the temp file is on the service")
+	}
+	// chmod, chown and utimes succeed; the time shows
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatalf("chmod: %v", err)
+	}
+	if err := os.Chown(p, 0, 0); err != nil {
+		t.Fatalf("chown: %v", err)
+	}
+	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(p, when, when); err != nil {
+		t.Fatalf("utimes: %v", err)
+	}
+	if st, _ := os.Stat(p); !st.ModTime().Equal(when) {
+		t.Errorf("mtime after utimes: %v", st.ModTime())
+	}
+}
+
+// Review finding 2 (fixed): two concurrent opens for writing of an uploaded file.
+func TestWriteReviewTwoWritersOfUploadedFile(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	big := testkit.RandBytes(40<<20, 7)
+	os.WriteFile(e.path("shared", "big.bin"), big, 0o644)
+	e.settle()
+	e.unmount()
+	e.mount() // content not in the kernel's cache
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i == 1 {
+				time.Sleep(30 * time.Millisecond)
+			}
+			f, err := os.OpenFile(e.path("shared", "big.bin"), os.O_RDWR, 0)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			_, errs[i] = f.WriteAt([]byte{'W', byte('0' + i)}, int64(i*10))
+			f.Close()
+		}(i)
+	}
+	wg.Wait()
+	t.Logf("errs %v", errs)
+	e.settle()
+	got := e.serviceBytes("big.bin")
+	want := append([]byte(nil), big...)
+	copy(want[0:], "W0")
+	copy(want[10:], "W1")
+	if len(got) != len(want) {
+		t.Fatalf("size %d want %d", len(got), len(want))
+	}
+	t.Logf("got[0:2]=%q got[10:12]=%q", got[0:2], got[10:12])
+	if string(got[0:2]) != "W0" || string(got[10:12]) != "W1" {
+		t.Errorf("a writer's bytes were lost")
+	}
+}
+
+// Review finding 4 (fixed): mtime set by utimes survives a fresh listing.
+func TestWriteReviewMtimeAfterRelist(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.path("shared", "m.txt")
+	os.WriteFile(p, []byte("m"), 0o644)
+	when := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	os.Chtimes(p, when, when)
+	e.settle()
+	fi, _ := os.Stat(p)
+	t.Logf("after upload: %v", fi.ModTime().UTC())
+	e.dirs.DropAll()
+	time.Sleep(1200 * time.Millisecond)
+	fi, _ = os.Stat(p)
+	t.Logf("after relist: %v", fi.ModTime().UTC())
+	if !fi.ModTime().Equal(when) {
+		t.Errorf("mtime lost after relisting")
+	}
+}

@@ -1,0 +1,124 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/orgfs/orgfs/cache"
+)
+
+// An open file is one of two handles, chosen by fileNode.Open as rclone's
+// vfs chooses between its ReadFileHandle and RWFileHandle: a readHandle
+// reads the service's content through the content cache; a stagedHandle
+// reads, and when opened for writing writes, the file's staging copy.
+
+// readHandle is a file opened for reading while it is on the service and
+// not pending: its content comes through the fetcher and the content cache.
+type readHandle struct {
+	node *fileNode
+	r    *cache.Reader
+}
+
+var (
+	_ = (gofs.FileReader)((*readHandle)(nil))
+	_ = (gofs.FileReleaser)((*readHandle)(nil))
+	_ = (gofs.FileFlusher)((*readHandle)(nil))
+	_ = (gofs.FileFsyncer)((*readHandle)(nil))
+)
+
+// Read waits until the bytes are in the cache file, then hands the kernel
+// that file's range, which go-fuse splices without copying it through here.
+func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.r.Ready(ctx, off, int64(len(dest)))
+	if err == io.EOF { // only Ready's own end of file, never a failed fetch
+		return fuse.ReadResultData(nil), 0
+	}
+	if errors.Is(err, cache.ErrChanged) {
+		// The listing this file was opened from is out of date: forget it, so
+		// the next open sees the service's version.
+		h.node.fsys.Dirs.Drop(h.node.parentKey())
+		h.node.fsys.Fetcher.Forget(h.r.Handle().Meta().ID)
+	}
+	if err != nil {
+		return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)
+	}
+	return fuse.ReadResultFd(h.r.File().Fd(), off, int(n)), 0
+}
+
+func (h *readHandle) Release(ctx context.Context) syscall.Errno {
+	h.r.Close()
+	return 0
+}
+
+// Flush (each close) has nothing to report.
+func (h *readHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+// Fsync has nothing to wait for.
+func (h *readHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno { return 0 }
+
+// stagedHandle is a file opened for writing, or a pending file opened for
+// reading: it reads and writes the staging copy on local disk. It holds a
+// writer of the copy (writer) or a reader; the copy is not uploaded while a
+// writer has it open.
+type stagedHandle struct {
+	node   *fileNode
+	staged *cache.Staged
+	writer bool // holds a writer: Write is allowed, Release closes a writer
+}
+
+var (
+	_ = (gofs.FileReader)((*stagedHandle)(nil))
+	_ = (gofs.FileWriter)((*stagedHandle)(nil))
+	_ = (gofs.FileReleaser)((*stagedHandle)(nil))
+	_ = (gofs.FileFlusher)((*stagedHandle)(nil))
+	_ = (gofs.FileFsyncer)((*stagedHandle)(nil))
+)
+
+func (h *stagedHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.staged.File().ReadAt(dest, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+func (h *stagedHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if !h.writer {
+		return 0, syscall.EBADF
+	}
+	n, err := h.staged.File().WriteAt(data, off)
+	h.staged.Touch()
+	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			return uint32(n), syscall.ENOSPC
+		}
+		return uint32(n), toErrno(h.node.fsys.Log, "writing "+h.node.Path(nil), err)
+	}
+	return uint32(n), 0
+}
+
+func (h *stagedHandle) Release(ctx context.Context) syscall.Errno {
+	if h.writer {
+		h.staged.CloseWriter()
+	} else {
+		h.staged.CloseReader()
+	}
+	return 0
+}
+
+// Flush (each close) reports nothing new: the upload happens after the last
+// close; fsync waits for it and reports it.
+func (h *stagedHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
+
+// Fsync uploads the staging copy now and reports how that went.
+func (h *stagedHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if err := h.node.fsys.Staging.Flush(ctx, h.staged); err != nil {
+		return toErrno(h.node.fsys.Log, "uploading "+h.node.Path(nil), err)
+	}
+	return 0
+}

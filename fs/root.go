@@ -1,0 +1,68 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/orgfs/orgfs/cache"
+)
+
+// rootNode is the mount point: shared/, computers/, recordings/.
+type rootNode struct {
+	node
+}
+
+var (
+	_ = (gofs.NodeOnAdder)((*rootNode)(nil))
+	_ = (gofs.NodeGetattrer)((*rootNode)(nil))
+	_ = (gofs.NodeLookuper)((*rootNode)(nil))
+	_ = (gofs.NodeReaddirer)((*rootNode)(nil))
+	_ = (gofs.NodeCreater)((*rootNode)(nil))
+	_ = (gofs.NodeMkdirer)((*rootNode)(nil))
+)
+
+func (n *rootNode) OnAdd(ctx context.Context) {
+	add := func(name string, ch gofs.InodeEmbedder, ino uint64) {
+		n.AddChild(name, n.NewPersistentInode(ctx, ch, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), false)
+	}
+	add("shared", n.fsys.newDirNode(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, time.Time{}), inoShared)
+	add("computers", &computersNode{node: node{fsys: n.fsys}}, inoComputers)
+	add("recordings", n.fsys.newDirNode(cache.DirKey{Area: cache.Area{Kind: cache.Recordings}}, time.Time{}), inoRecordings)
+}
+
+func (n *rootNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.fsys.setDirAttr(&out.Attr, time.Time{})
+	return 0
+}
+
+// Lookup answers the fixed children (kept by go-fuse) and probes; anything
+// else does not exist.
+func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if ch := n.GetChild(name); ch != nil {
+		entryAttr(ctx, ch, out)
+		return ch, 0
+	}
+	return nil, syscall.ENOENT
+}
+
+func (n *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	return gofs.NewListDirStream([]fuse.DirEntry{
+		{Name: "shared", Mode: syscall.S_IFDIR, Ino: inoShared},
+		{Name: "computers", Mode: syscall.S_IFDIR, Ino: inoComputers},
+		{Name: "recordings", Mode: syscall.S_IFDIR, Ino: inoRecordings},
+	}), 0
+}
+
+// Create refuses: the root holds only the fixed folders.
+func (n *rootNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EROFS
+}
+
+// Mkdir refuses: the root holds only the fixed folders.
+func (n *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}

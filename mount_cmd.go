@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -173,7 +172,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	server, err := mountTree(dir, client, st, o, log)
+	server, err := mountTree(dir, st, o, log)
 	if err != nil {
 		return err
 	}
@@ -244,68 +243,30 @@ func openCacheDir(o mountOptions, creds api.Credentials, atExit *exitStack) (str
 	return cacheDir, nil
 }
 
-// stores are the caches a mount serves from, kept in its cache dir.
-type stores struct {
-	content *cache.Content
-	bundler *cache.Bundler
-	fetcher *cache.Fetcher
-	dirs    *cache.Dirs
-	staging *cache.Staging // nil when read-only
-	// tree is the mounted tree, told of finished uploads once it exists:
-	// resumed uploads may end before it does.
-	tree atomic.Pointer[orgfs.FS]
-}
-
-// openStores opens the stores in cacheDir and has them closed at exit, the
-// pending uploads drained first. Uploads of an earlier run resume.
-func openStores(client *api.Client, cacheDir string, o mountOptions, log logrus.FieldLogger, atExit *exitStack) (*stores, error) {
-	st := &stores{}
-	var err error
-	st.content, err = cache.OpenContent(cache.ContentOptions{Dir: filepath.Join(cacheDir, "content"), MaxSize: int64(o.CacheMaxSize), Log: log})
+// openStores opens the caches in cacheDir and has them closed at exit, the
+// pending uploads drained first. Uploads of an earlier run (a crash, a drain
+// cut short) resume at once.
+func openStores(client *api.Client, cacheDir string, o mountOptions, log logrus.FieldLogger, atExit *exitStack) (*cache.Store, error) {
+	store, err := cache.OpenStore(cache.StoreOptions{
+		Dir: cacheDir, Client: client, MaxSize: int64(o.CacheMaxSize), DirCacheTime: o.DirCacheTime,
+		ReadAhead: int64(o.ReadAhead), Transfers: o.Transfers, WriteBack: o.WriteBack, ReadOnly: o.ReadOnly, Log: log,
+	})
 	if err != nil {
 		return nil, err
 	}
 	atExit.add(func() {
-		if err := st.content.Close(); err != nil {
-			log.WithError(err).Warn("saving the content cache's records")
+		if err := store.Close(); err != nil {
+			log.WithError(err).Warn("closing the caches")
 		}
 	})
-	st.bundler, err = cache.NewBundler(cache.BundleOptions{Client: client, Content: st.content, TempDir: filepath.Join(cacheDir, "bundles"), Log: log})
-	if err != nil {
-		return nil, err
+	if store.Staging != nil {
+		atExit.add(func() { drainUploads(store.Staging, o.DrainTimeout, log) })
 	}
-	atExit.add(func() { st.bundler.Close() })
-	st.fetcher, err = cache.NewFetcher(cache.FetcherOptions{
-		Client: client, Content: st.content, Bundler: st.bundler, Transfers: 4 * o.Transfers, PerFile: 2 * o.Transfers,
-		ReadAhead: int64(o.ReadAhead), Log: log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	st.dirs = cache.NewDirs(client, o.DirCacheTime, nil)
-	if o.ReadOnly {
-		return st, nil
-	}
-	// Pending uploads of an earlier run (a crash, a drain cut short) resume now.
-	st.staging, err = cache.OpenStaging(cache.StagingOptions{
-		Dir: filepath.Join(cacheDir, "staging"), Client: client, WriteBack: o.WriteBack, Transfers: o.Transfers, Log: log,
-		OnUploaded: func(t cache.Target, f api.File) {
-			if fsys := st.tree.Load(); fsys != nil {
-				fsys.Uploaded(t, f)
-			} else {
-				st.dirs.Put(cache.DirKey{Area: t.Area, ID: t.ParentID}, f)
-			}
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	atExit.add(func() { drainUploads(st.staging, o.DrainTimeout, log) })
-	return st, nil
+	return store, nil
 }
 
-// drainUploads waits up to timeout for the pending uploads, then closes the
-// staging area; what is left stays staged for the next mount.
+// drainUploads waits up to timeout for the pending uploads; what is left
+// stays staged for the next mount.
 func drainUploads(staging *cache.Staging, timeout time.Duration, log logrus.FieldLogger) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -315,14 +276,12 @@ func drainUploads(staging *cache.Staging, timeout time.Duration, log logrus.Fiel
 	if err := staging.Drain(ctx); err != nil {
 		log.WithError(err).Warn("uploads left staged for the next mount")
 	}
-	staging.Close()
 }
 
 // mountTree builds the tree over the stores and mounts it at dir.
-func mountTree(dir string, client *api.Client, st *stores, o mountOptions, log logrus.FieldLogger) (*fuse.Server, error) {
-	fsys := orgfs.New(orgfs.Deps{Client: client, Dirs: st.dirs, Fetcher: st.fetcher, Bundler: st.bundler, Staging: st.staging, Log: log},
+func mountTree(dir string, st *cache.Store, o mountOptions, log logrus.FieldLogger) (*fuse.Server, error) {
+	fsys := orgfs.New(orgfs.Deps{Store: st, Log: log},
 		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly})
-	st.tree.Store(fsys)
 	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
 	if err != nil {
 		return nil, fmt.Errorf("mounting %s: %w", dir, err)
@@ -333,22 +292,22 @@ func mountTree(dir string, client *api.Client, st *stores, o mountOptions, log l
 // serve answers signals until the mount ends: SIGHUP drops the cached
 // listings, SIGUSR1 logs the upload queue and retries failed uploads, any
 // other unmounts (and, asked again while a detached mount is in use, ends).
-func serve(server *fuse.Server, dir string, st *stores, sigs <-chan os.Signal, log logrus.FieldLogger) error {
+func serve(server *fuse.Server, dir string, st *cache.Store, sigs <-chan os.Signal, log logrus.FieldLogger) error {
 	done := make(chan struct{})
 	go func() { server.Wait(); close(done) }()
 	detached := false
 	for {
 		select {
 		case <-done:
-			log.WithField("fetch", fmt.Sprintf("%+v", st.fetcher.Stats())).Info("unmounted")
+			log.WithField("fetch", fmt.Sprintf("%+v", st.Fetcher.Stats())).Info("unmounted")
 			return nil
 		case s := <-sigs:
 			switch s {
 			case syscall.SIGHUP:
-				st.dirs.DropAll()
+				st.Dirs.DropAll()
 				log.Info("SIGHUP: cached listings dropped")
 			case syscall.SIGUSR1:
-				logUploadQueue(st.staging, log)
+				logUploadQueue(st.Staging, log)
 			default:
 				if detached {
 					// Asked again while programs still hold files in the detached

@@ -46,10 +46,12 @@ type StoreOptions struct {
 	// requests, 2x per file.
 	Transfers int
 	WriteBack time.Duration
-	ReadOnly  bool               // no staging: nothing is written
-	Bundle    BundleOptions      // tuning of the bundler (Client, Content, TempDir and Log are filled in)
-	Now       func() time.Time   // the listings' clock; default time.Now
-	Log       logrus.FieldLogger // default: discard
+	// MinBackoff and MaxBackoff shape the retries of failed uploads.
+	MinBackoff, MaxBackoff time.Duration
+	ReadOnly               bool               // no staging: nothing is written
+	Bundle                 BundleOptions      // tuning of the bundler (Client, Content, TempDir and Log are filled in)
+	Now                    func() time.Time   // the listings' clock; default time.Now
+	Log                    logrus.FieldLogger // default: discard
 }
 
 // OpenStore opens every part under opts.Dir. Pending uploads of an earlier
@@ -90,7 +92,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		dir = filepath.Join(opts.Dir, "staging")
 	}
 	s.Staging, err = OpenStaging(StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
-		Transfers: transfers, Log: log, OnUploaded: s.uploaded})
+		Transfers: transfers, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded})
 	return s, err
 }
 

@@ -226,10 +226,10 @@ func (n *dirNode) existingErr(ctx context.Context, name string) (api.File, bool,
 // Changes. Files are created, written, truncated and renamed as staging
 // copies on local disk (package cache's Staging), each uploaded as a whole
 // after its last close and the write-back delay, or at fsync. Folders are
-// created and removed on the service at once. Every change the mount makes on
-// the service, and every edit of the caches that follows one, is in the
-// methods below, fileNode.stageForWriting, fileNode.Setattr and FS.newStaged
-// (file.go), and FS.Uploaded (mtimes.go).
+// created and removed on the service at once. Every change goes through
+// cache.Store (Mkdir, Delete, StageCopy, Move, Supersede, Changed) or the
+// staging area, which keep the caches in step: fs never edits a cache by
+// hand.
 
 // Create makes a file, or empties the pending file of that name, and opens
 // it for writing.
@@ -295,21 +295,12 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if n.fsys.Staging.Lookup(n.target(name)) != nil {
 		return nil, syscall.EEXIST
 	}
-	req := api.CreateDirectoryRequest{ParentID: n.key.ID, Name: name}
-	if n.key.Area.Kind == cache.Machine {
-		req.MachineID = n.key.Area.MachineID
-	}
-	d, err := n.fsys.Client.CreateDirectory(ctx, req)
+	f, err := n.fsys.Store.Mkdir(ctx, n.key, name)
 	if err != nil {
 		return nil, toErrno(n.fsys.Log, "creating folder "+n.Path(nil)+"/"+name, err)
 	}
-	now := time.Now()
-	f := api.File{ID: d.ID, Name: name, ObjectType: api.ObjectDirectory, ContentType: "directory", ParentID: n.key.ID, LastModified: now}
-	n.fsys.Dirs.Put(n.key, f)
-	// The new folder is empty: no need to list it before its first use.
-	n.fsys.Dirs.Seed(cache.DirKey{Area: n.key.Area, ID: d.ID}, nil)
 	ch := n.listedChild(ctx, name, f)
-	n.fsys.setDirAttr(&out.Attr, now)
+	n.fsys.setDirAttr(&out.Attr, f.LastModified)
 	return ch, 0
 }
 
@@ -334,11 +325,9 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		if f.IsDir() {
 			return syscall.EISDIR
 		}
-		if err := n.fsys.Client.DeleteFile(ctx, f.ID); err != nil && !api.IsNotFound(err) {
+		if err := n.fsys.Delete(ctx, n.key, f); err != nil {
 			return toErrno(n.fsys.Log, "deleting "+n.Path(nil)+"/"+name, err)
 		}
-		n.fsys.Dirs.Remove(n.key, f.ID)
-		n.fsys.Fetcher.Forget(f.ID)
 		found = true
 	}
 	if !found {
@@ -375,11 +364,9 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if len(l.Files) > 0 {
 		return syscall.ENOTEMPTY
 	}
-	if err := n.fsys.Client.DeleteFile(ctx, f.ID); err != nil && !api.IsNotFound(err) {
+	if err := n.fsys.Delete(ctx, n.key, f); err != nil {
 		return toErrno(n.fsys.Log, "deleting folder "+n.Path(nil)+"/"+name, err)
 	}
-	n.fsys.Dirs.Remove(n.key, f.ID)
-	n.fsys.Dirs.Drop(key)
 	return 0
 }
 
@@ -433,15 +420,13 @@ func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno 
 	if f, ok := r.dst.existing(ctx, r.newName); ok && !f.IsDir() {
 		replaces = f.ID
 	}
-	if err := fsys.Staging.RenameReplacing(st, r.to(), replaces); err != nil {
+	if err := fsys.Move(st, r.to(), replaces); err != nil {
 		return toErrno(fsys.Log, "renaming "+r.name, err)
 	}
-	fsys.mtimes.move(r.from(), r.to())
 	if r.onService {
 		// The pending file replaced a service file of the old name: that one
 		// goes when the new name is on the service.
-		st.DeleteAfterUpload(r.old.ID)
-		fsys.Dirs.Hide(r.src.key, r.old.ID)
+		fsys.Supersede(r.src.key, r.old, st)
 	}
 	r.src.retargetChild(r.name, r.dst, r.newName, st)
 	return 0
@@ -460,21 +445,16 @@ func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 		}
 		replaces = f.ID
 	}
-	content, err := fsys.fetchAll(ctx, r.old)
+	st, err := fsys.StageCopy(ctx, r.to(), r.old, replaces)
 	if err != nil {
 		return toErrno(fsys.Log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
 	}
-	defer content.Close()
-	st, err := fsys.newStaged(r.to(), replaces, content, r.old)
-	if err != nil {
-		return toErrno(fsys.Log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
-	}
-	st.DeleteAfterUpload(r.old.ID)
-	fsys.mtimes.setPending(r.to(), fsys.mtimes.shown(r.old))
+	fsys.Times.SetPending(r.to(), fsys.Times.Shown(r.old))
 	st.Touch()
+	// Gone from here now; from the service once the new name is there.
+	fsys.Supersede(r.src.key, r.old, st)
 	r.src.retargetChild(r.name, r.dst, r.newName, st)
 	st.CloseWriter()
-	fsys.Dirs.Hide(r.src.key, r.old.ID) // gone from here now; from the service once the new name is there
 	return 0
 }
 

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +39,7 @@ type testEnv struct {
 	opts     envOptions
 
 	server  *fuse.Server
+	store   *cache.Store
 	content *cache.Content
 	fetcher *cache.Fetcher
 	bundler *cache.Bundler
@@ -92,61 +92,34 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 func (e *testEnv) mount() {
 	t := e.t
 	t.Helper()
-	var err error
-	e.content, err = cache.OpenContent(cache.ContentOptions{Dir: e.cacheDir, MaxSize: e.opts.cacheMax, Log: testkit.Log(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	bo := e.opts.bundle
-	bo.Client, bo.Content, bo.TempDir, bo.Log = e.client, e.content, filepath.Join(e.cacheDir, "bundles"), testkit.Log(t)
 	if bo.PollInterval == 0 {
 		bo.PollInterval = 20 * time.Millisecond
 	}
-	e.bundler, err = cache.NewBundler(bo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.fetcher, err = cache.NewFetcher(cache.FetcherOptions{Client: e.client, Content: e.content, Bundler: e.bundler, Log: testkit.Log(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.dirs = cache.NewDirs(e.client, e.opts.dirTTL, nil)
-	wb := e.opts.writeBack
-	if wb == 0 {
-		wb = 50 * time.Millisecond
-	}
-	var tree atomic.Pointer[FS] // resumed uploads may end before the tree exists
-	e.staging, err = cache.OpenStaging(cache.StagingOptions{
-		Dir: cmp.Or(e.opts.stagingDir, filepath.Join(e.cacheDir, "staging")), Client: e.client, WriteBack: wb, Log: testkit.Log(t),
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
-		OnUploaded: func(tg cache.Target, f api.File) {
-			if t := tree.Load(); t != nil {
-				t.Uploaded(tg, f)
-			} else {
-				e.dirs.Put(cache.DirKey{Area: tg.Area, ID: tg.ParentID}, f)
-			}
-		},
+	store, err := cache.OpenStore(cache.StoreOptions{
+		Dir: e.cacheDir, StagingDir: e.opts.stagingDir, Client: e.client, MaxSize: e.opts.cacheMax,
+		DirCacheTime: e.opts.dirTTL, WriteBack: cmp.Or(e.opts.writeBack, 50*time.Millisecond),
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ReadOnly: e.opts.readOnly,
+		Bundle: bo, Log: testkit.Log(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys := New(Deps{Client: e.client, Dirs: e.dirs, Fetcher: e.fetcher, Bundler: e.bundler, Staging: e.staging, Log: testkit.Log(t)},
+	e.store, e.content, e.bundler, e.fetcher, e.dirs, e.staging = store, store.Content, store.Bundler, store.Fetcher, store.Dirs, store.Staging
+	fsys := New(Deps{Store: store, Log: testkit.Log(t)},
 		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: e.opts.readOnly})
-	tree.Store(fsys)
 	e.dir = t.TempDir()
 	e.server, err = Mount(e.dir, fsys, MountOptions{})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
-	server, dir, content, bundler, staging := e.server, e.dir, e.content, e.bundler, e.staging
+	server, dir := e.server, e.dir
 	t.Cleanup(func() {
 		if err := server.Unmount(); err != nil {
 			exec.Command("fusermount3", "-u", "-z", dir).Run()
 			syscall.Unmount(dir, syscall.MNT_DETACH)
 		}
-		staging.Close()
-		bundler.Close()
-		content.Close()
+		store.Close()
 	})
 }
 
@@ -158,12 +131,12 @@ func (e *testEnv) unmount() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.staging.Drain(ctx); err != nil {
-		e.t.Fatalf("drain: %v", err)
+	if e.staging != nil {
+		if err := e.staging.Drain(ctx); err != nil {
+			e.t.Fatalf("drain: %v", err)
+		}
 	}
-	e.staging.Close()
-	e.bundler.Close()
-	e.content.Close()
+	e.store.Close()
 }
 
 func (e *testEnv) path(parts ...string) string {

@@ -2,8 +2,6 @@ package fs
 
 import (
 	"context"
-	"io"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -43,7 +41,7 @@ var (
 // the kernel's cached pages of it are dropped, once.
 func (n *fileNode) update(parent cache.DirKey, f api.File) {
 	n.mu.Lock()
-	changed := n.kernelCache != (cache.Meta{}) && !n.kernelCache.Same(metaOf(f))
+	changed := n.kernelCache != (cache.Meta{}) && !n.kernelCache.Same(cache.MetaOf(f))
 	if changed {
 		n.kernelCache = cache.Meta{}
 	}
@@ -132,7 +130,7 @@ func (n *fileNode) fillAttr(a *fuse.Attr) {
 	n.mu.Lock()
 	f := n.file
 	n.mu.Unlock()
-	n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), f.Size, n.fsys.mtimes.shown(f))
+	n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), f.Size, n.fsys.Times.Shown(f))
 }
 
 func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -200,7 +198,7 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 	}
 	n.mu.Lock()
 	f := n.file
-	m := metaOf(f)
+	m := cache.MetaOf(f)
 	keep := n.kernelCache.Same(m)
 	n.kernelCache = m
 	n.mu.Unlock()
@@ -260,13 +258,13 @@ func (n *fileNode) truncate(ctx context.Context, size int64) syscall.Errno {
 func (n *fileNode) setModTime(mtime time.Time) {
 	if st := n.refreshStaged(); st != nil {
 		st.SetModTime(mtime)
-		n.fsys.mtimes.setPending(st.Target(), mtime)
+		n.fsys.Times.SetPending(st.Target(), mtime)
 		return
 	}
 	n.mu.Lock()
 	f := n.file
 	n.mu.Unlock()
-	n.fsys.mtimes.setFile(f, mtime)
+	n.fsys.Times.SetFile(f, mtime)
 }
 
 // stageForWriting opens the node's content for writing: its pending staging
@@ -285,16 +283,16 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	if errno != 0 {
 		return nil, errno
 	}
-	var r *cache.Reader
-	if !truncate {
-		// Fetched before the copy exists, so nobody sees it half filled.
-		var err error
-		if r, err = n.fsys.fetchAll(ctx, f); err != nil {
-			return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
+	var st *cache.Staged
+	var err error
+	if truncate {
+		if st, err = n.fsys.Staging.Create(n.target(), f.ID); err == nil {
+			st.OpenWriter()
 		}
-		defer r.Close()
+	} else {
+		// Complete before anybody sees it (Store.StageCopy).
+		st, err = n.fsys.StageCopy(ctx, n.target(), f, f.ID)
 	}
-	st, err := n.fsys.newStaged(n.target(), f.ID, r, f)
 	if err != nil {
 		return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
 	}
@@ -306,60 +304,4 @@ func (n *fileNode) setStaged(st *cache.Staged) {
 	n.mu.Lock()
 	n.staged = st
 	n.mu.Unlock()
-}
-
-// newStaged makes a staging copy at to, which replaces the service file
-// replaces when it is uploaded. When r is not nil, the copy is filled from it
-// (a fetchAll reader of the service file from) and takes from's time; a copy
-// that cannot be filled is removed. The caller owns a writer of the result
-// and closes it (CloseWriter).
-func (f *FS) newStaged(to cache.Target, replaces int64, r *cache.Reader, from api.File) (*cache.Staged, error) {
-	st, err := f.Staging.Create(to, replaces)
-	if err != nil {
-		return nil, err
-	}
-	st.OpenWriter()
-	if r == nil {
-		return st, nil
-	}
-	if err := copyFrom(r, from.Size, st.File()); err != nil {
-		st.CloseWriter()
-		f.Staging.Remove(st)
-		return nil, err
-	}
-	st.SetModTime(f.mtimes.shown(from))
-	return st, nil
-}
-
-// metaOf is the version of a service file the content cache knows it by.
-func metaOf(f api.File) cache.Meta {
-	return cache.Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified}
-}
-
-// fetchAll makes the whole content of a service file present in the content
-// cache and returns the reader holding it (the caller closes it).
-func (f *FS) fetchAll(ctx context.Context, file api.File) (*cache.Reader, error) {
-	r, err := f.Fetcher.Open(metaOf(file))
-	if err != nil {
-		return nil, err
-	}
-	if file.Size > 0 {
-		if _, err := r.Ready(ctx, 0, file.Size); err != nil {
-			r.Close()
-			return nil, err
-		}
-	}
-	return r, nil
-}
-
-// copyFrom writes the size bytes a fetchAll reader holds into w.
-func copyFrom(r *cache.Reader, size int64, w *os.File) error {
-	if err := w.Truncate(0); err != nil {
-		return err
-	}
-	if size == 0 {
-		return nil
-	}
-	_, err := io.Copy(io.NewOffsetWriter(w, 0), io.NewSectionReader(r.File(), 0, size))
-	return err
 }

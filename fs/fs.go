@@ -4,9 +4,9 @@ package fs
 //
 //	fileNode.stageMu
 //	  → a node's mu (fileNode.mu, dirNode.mu or computersNode.mu; never two nodes' at once)
-//	    → package cache's locks (Staging.mu, Dirs.mu, the fetcher's and the
-//	      content cache's), taken inside the cache calls; their order is in cache
-//	mtimes.mu: a leaf, taken with no node's mu held.
+//	    → package cache's locks (Staging.mu, Dirs.mu, Times.mu, the fetcher's
+//	      and the content cache's), taken inside the cache calls; their order
+//	      is in cache/doc.go
 //
 // A node's mu guards that node's fields. It is held for memory only, and for
 // cache calls that answer from memory under the cache's own lock:
@@ -26,9 +26,9 @@ package fs
 // for writing and truncations of that one file wait on it; reads, lookups and
 // other files never take it.
 //
-// Package cache calls back into the mount (FS.Uploaded, from an upload
-// worker) with none of its locks held, and go-fuse calls the nodes with none
-// of ours held.
+// Package cache never calls back into the mount (after an upload the Store
+// updates its own caches), and go-fuse calls the nodes with none of ours
+// held.
 
 import (
 	"os"
@@ -38,7 +38,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/sirupsen/logrus"
 
-	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
 )
 
@@ -52,20 +51,17 @@ type Options struct {
 
 // Deps are the parts of the daemon a mount uses.
 type Deps struct {
-	Client  *api.Client
-	Dirs    *cache.Dirs
-	Fetcher *cache.Fetcher
-	Bundler *cache.Bundler // optional
-	Staging *cache.Staging // nil: the mount is read-only
-	Log     logrus.FieldLogger
+	// Store holds the caches (its Staging is nil on a read-only mount) and
+	// makes every change through them.
+	*cache.Store
+	Log logrus.FieldLogger
 }
 
 // FS is what every node of the mount shares.
 type FS struct {
 	Deps
-	opts   Options
-	start  time.Time
-	mtimes *mtimes
+	opts  Options
+	start time.Time
 }
 
 // New makes the tree of a mount.
@@ -73,7 +69,7 @@ func New(deps Deps, opts Options) *FS {
 	if opts.AttrTimeout <= 0 {
 		opts.AttrTimeout = time.Second
 	}
-	return &FS{Deps: deps, opts: opts, start: time.Now(), mtimes: newMtimes()}
+	return &FS{Deps: deps, opts: opts, start: time.Now()}
 }
 
 // Root returns the root node of the mount.

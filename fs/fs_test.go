@@ -35,8 +35,12 @@ func TestDefaultPermissionsWithAllowOther(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.put(0, e.root(0), "secret.txt", []byte("only root"))
 	// A second mount of the same service with --allow-other and umask 077.
-	tree := New(Deps{Client: e.client, Dirs: cache.NewDirs(e.client, time.Minute, nil), Fetcher: e.fetcher, Log: testkit.Log(t)},
-		Options{UID: 0, GID: 0, Umask: 0o077})
+	store, err := cache.OpenStore(cache.StoreOptions{Dir: t.TempDir(), Client: e.client, DirCacheTime: time.Minute, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	tree := New(Deps{Store: store, Log: testkit.Log(t)}, Options{UID: 0, GID: 0, Umask: 0o077})
 	dir := t.TempDir()
 	os.Chmod(filepath.Dir(dir), 0o755)
 	os.Chmod(dir, 0o755)

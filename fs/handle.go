@@ -41,8 +41,7 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if errors.Is(err, cache.ErrChanged) {
 		// The listing this file was opened from is out of date: forget it, so
 		// the next open sees the service's version.
-		h.node.fsys.Dirs.Drop(h.node.parentKey())
-		h.node.fsys.Fetcher.Forget(h.r.Handle().Meta().ID)
+		h.node.fsys.Changed(h.node.parentKey(), h.r.Handle().Meta().ID)
 	}
 	if err != nil {
 		return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)

@@ -254,7 +254,7 @@ func (n *fileNode) truncate(ctx context.Context, size int64) syscall.Errno {
 }
 
 // setModTime sets the time shown for the file: a pending file's on its
-// staging copy, a service file's in the mount's memory (mtimes.go).
+// staging copy, a service file's in the mount's memory (cache.Times).
 func (n *fileNode) setModTime(mtime time.Time) {
 	if st := n.refreshStaged(); st != nil {
 		st.SetModTime(mtime)

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -124,35 +123,17 @@ func TestMountStartErrors(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a child process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // daemon is orgfs mount running as a child process.
 type daemon struct {
 	t   *testing.T
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *testkit.SyncBuffer
 	dir string
 }
 
 func startDaemon(t *testing.T, dir string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, out: &syncBuffer{}, dir: dir}
+	d := &daemon{t: t, out: &testkit.SyncBuffer{}, dir: dir}
 	if len(args) == 0 {
 		args = []string{"--demo"}
 	}

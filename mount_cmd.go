@@ -37,6 +37,7 @@ type mountOptions struct {
 	Transfers    int
 	WriteBack    time.Duration
 	DrainTimeout time.Duration
+	IOTimeout    time.Duration
 	ReadOnly     bool
 	UID, GID     uint32
 	Umask        uint32
@@ -54,6 +55,7 @@ func defaultMountOptions() mountOptions {
 		Transfers:    16,
 		WriteBack:    2 * time.Second,
 		DrainTimeout: 5 * time.Minute,
+		IOTimeout:    time.Minute,
 		UID:          uint32(os.Geteuid()),
 		GID:          uint32(os.Getegid()),
 		Umask:        0o022,
@@ -83,6 +85,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once; reads use 4x as many range requests")
 	fs.DurationVar(&o.WriteBack, "write-back", o.WriteBack, "wait after a written file's last close before uploading it (a new open cancels the wait)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "at unmount, how long to wait for pending uploads (what is left stays staged for the next mount)")
+	fs.DurationVar(&o.IOTimeout, "io-timeout", o.IOTimeout, "a request or transfer that moves no byte for this long is cut and retried; a reader gets EIO once the retries are spent")
 	fs.BoolVar(&o.ReadOnly, "read-only", o.ReadOnly, "mount read-only")
 	fs.Uint32Var(&o.UID, "uid", o.UID, "owner of every file")
 	fs.Uint32Var(&o.GID, "gid", o.GID, "group of every file")
@@ -111,6 +114,9 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.Transfers < 1 {
 		return usagef("--transfers %d: want at least 1", o.Transfers)
+	}
+	if o.IOTimeout <= 0 {
+		return usagef("--io-timeout %v: want a positive duration, e.g. 60s", o.IOTimeout)
 	}
 	if o.Demo && o.Credentials != "" {
 		return usagef("--demo and --credentials exclude each other")
@@ -157,7 +163,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err := checkMountpoint(dir, log); err != nil {
 		return err
 	}
-	client, err := api.New(creds, api.Options{Logger: log, PerPage: 1000})
+	client, err := api.New(creds, api.Options{Logger: log, PerPage: 1000, IOTimeout: o.IOTimeout})
 	if err != nil {
 		return err
 	}
@@ -177,8 +183,26 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "orgfs: mounted at %s (cache %s). Ctrl-C to unmount.\n", dir, cacheDir)
-	return serve(server, dir, st, sigs, log)
+	if err := serve(server, dir, st, sigs, log); err != nil {
+		return err
+	}
+	if st.Staging == nil {
+		return nil
+	}
+	return drainUploads(st.Staging, o, log)
 }
+
+// exitError ends a command with a status of its own.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// exitUploadsLeft is the exit status of a mount that ended with files not
+// uploaded (kept staged for the next mount).
+const exitUploadsLeft = 3
 
 // exitStack holds what mount undoes when it returns: the functions run in
 // the reverse order of their adding, each as a deferred call of its own.
@@ -213,28 +237,37 @@ func resolveCredentials(o mountOptions, log logrus.FieldLogger, stdout io.Writer
 	return api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}, nil
 }
 
-// openCacheDir returns the cache dir, locked for this mount until exit:
-// --cache-dir, else a temporary one for a demo (removed at exit), else one of
-// the user's cache dir per endpoint and key.
+// openCacheDir returns the cache dir of this organization, locked for this
+// mount until exit: a subfolder, named by the endpoint and key, of
+// --cache-dir, else of a temporary dir for a demo (removed at exit), else of
+// the user's cache dir. What a mount keeps (content, pending uploads) is
+// bound to the identity it was written under: another organization mounted
+// with the same --cache-dir never sees nor sends it.
 func openCacheDir(o mountOptions, creds api.Credentials, atExit *exitStack) (string, error) {
-	cacheDir := o.CacheDir
-	if cacheDir == "" && o.Demo {
+	base := o.CacheDir
+	if base == "" && o.Demo {
 		// Each demo run is a new endpoint: a cache kept for it would never be reused.
 		d, err := os.MkdirTemp("", "orgfs-demo-cache-")
 		if err != nil {
 			return "", err
 		}
 		atExit.add(func() { os.RemoveAll(d) })
-		cacheDir = d
+		base = d
 	}
-	if cacheDir == "" {
-		base, err := os.UserCacheDir()
+	if base == "" {
+		userCache, err := os.UserCacheDir()
 		if err != nil {
 			return "", fmt.Errorf("no cache dir (give --cache-dir): %w", err)
 		}
-		sum := sha256.Sum256([]byte(creds.Endpoint + "\x00" + creds.Key))
-		cacheDir = filepath.Join(base, "orgfs", hex.EncodeToString(sum[:8]))
+		base = filepath.Join(userCache, "orgfs")
 	}
+	sum := sha256.Sum256([]byte(creds.Endpoint + "\x00" + creds.Key))
+	cacheDir := filepath.Join(base, hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+		return "", fmt.Errorf("cache dir: %w", err)
+	}
+	// Whose it is, for a person looking at the folder (never the secret).
+	os.WriteFile(filepath.Join(cacheDir, "endpoint"), []byte(creds.Endpoint+"\n"), 0o600)
 	lock, err := lockCacheDir(cacheDir)
 	if err != nil {
 		return "", err
@@ -259,23 +292,30 @@ func openStores(client *api.Client, cacheDir string, o mountOptions, log logrus.
 			log.WithError(err).Warn("closing the caches")
 		}
 	})
-	if store.Staging != nil {
-		atExit.add(func() { drainUploads(store.Staging, o.DrainTimeout, log) })
-	}
 	return store, nil
 }
 
-// drainUploads waits up to timeout for the pending uploads; what is left
-// stays staged for the next mount.
-func drainUploads(staging *cache.Staging, timeout time.Duration, log logrus.FieldLogger) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// drainUploads waits up to --drain-timeout for the pending uploads. Files
+// left (failed, or the time ran out) stay staged: the mount then ends with
+// exitUploadsLeft and says where they are and how they resume. A demo's are
+// discarded with its organization, on purpose, and it says so.
+func drainUploads(staging *cache.Staging, o mountOptions, log logrus.FieldLogger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
 	defer cancel()
 	if st := staging.Stats(); st.Pending+st.Uploading > 0 {
 		log.WithField("pending", st.Pending+st.Uploading).Info("waiting for pending uploads")
 	}
-	if err := staging.Drain(ctx); err != nil {
-		log.WithError(err).Warn("uploads left staged for the next mount")
+	if staging.Drain(ctx) == nil {
+		return nil
 	}
+	left := len(staging.Entries())
+	if o.Demo && o.CacheDir == "" {
+		log.WithField("files", left).Warn("demo: files not uploaded are discarded with the demo organization")
+		return nil
+	}
+	return &exitError{code: exitUploadsLeft, msg: fmt.Sprintf(
+		"%d files not uploaded (listed in the log above) stay staged in %s; they upload at the next mount of this organization with the same cache dir (SIGUSR1 or the next mount retries failed ones)",
+		left, staging.Dir())}
 }
 
 // mountTree builds the tree over the stores and mounts it at dir.

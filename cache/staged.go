@@ -37,6 +37,8 @@ type Staged struct {
 	attempts    int                // failed attempts of the current content
 	lastErr     error              // last failure
 	permErr     error              // last permanent failure; cleared by a successful upload
+	final       bool               // permErr would come again: not retried at the next start
+	path        string             // the path the user knows it by ("shared/docs/a.txt"); "" until told
 	done, total int64              // progress of the upload in flight or the last one
 	settled     chan struct{}      // closed (and replaced) when an upload ends, and at Remove and Close
 	removed     bool               // removed (unlinked, or replaced by another staged file)
@@ -53,6 +55,7 @@ func (s *Staging) newStaged(seq int64, f *os.File, t Target, replaces int64) *St
 // StagedInfo describes one staged file, for .ctl/uploads.
 type StagedInfo struct {
 	Target   Target
+	Path     string // the path in the mount, when known
 	Replaces int64 // id of the service file it overwrites; 0: none
 	Size     int64 // local size
 	ModTime  time.Time
@@ -68,7 +71,11 @@ type StagedInfo struct {
 // last error at the end when there is one.
 func (i StagedInfo) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %d bytes", i.State, i.Target, i.Size)
+	name := i.Path
+	if name == "" {
+		name = i.Target.String()
+	}
+	fmt.Fprintf(&b, "%s %s %d bytes", i.State, name, i.Size)
 	if i.Total > 0 && (i.State == "uploading" || i.Done > 0) {
 		fmt.Fprintf(&b, " %d%% (%d/%d)", i.Done*100/i.Total, i.Done, i.Total)
 	}
@@ -167,7 +174,7 @@ func (st *Staged) SetModTime(t time.Time) {
 	st.lastMod = t
 	if !st.closedFile && !st.removed && !st.retired {
 		if err := os.Chtimes(s.dataPath(st.seq), t, t); err != nil {
-			s.log.WithError(err).WithField("path", st.target.String()).Debug("staging: could not set the modification time")
+			s.log.WithError(err).WithField("path", st.nameLocked()).Debug("staging: could not set the modification time")
 		}
 	}
 }
@@ -322,4 +329,27 @@ func (st *Staged) DeleteAfterUpload(id int64) {
 		s.changedLocked(st)
 	}
 	s.saveLocked(st, true)
+}
+
+// SetPath tells the path the user knows the file by, for the log and
+// .ctl/uploads (the target names a folder by its id). It is kept in the
+// record, so the next start names it too.
+func (st *Staged) SetPath(p string) {
+	s := st.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.path == p {
+		return
+	}
+	st.path = p
+	s.saveLocked(st, true)
+}
+
+// nameLocked is how logs name the file: its path, else its target. Called
+// with s.mu held.
+func (st *Staged) nameLocked() string {
+	if st.path != "" {
+		return st.path
+	}
+	return st.target.String()
 }

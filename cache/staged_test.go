@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,49 @@ func TestStagingCreateFromIsInvisibleUntilComplete(t *testing.T) {
 	st.CloseWriter()
 	stagingDrain(t, s2, 10*time.Second)
 	e.want(tg, append(old, 'x'))
+}
+
+// A failure the service would give again (a refused request) is not retried
+// at the next start, only on Retry; a curable one (storage full) is. The
+// record keeps the path the user knows the file by, and the log names it.
+func TestStagingFinalFailuresWaitAcrossStarts(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s1 := e.open(StagingOptions{WriteBack: time.Hour})
+	refused, full := stagingShared("refused.bin"), stagingShared("full.bin")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		tg   Target
+		code int
+	}{{refused, api.CodeBadRequest}, {full, api.CodeStorageFull}} {
+		st := e.create(s1, c.tg, 0, []byte(c.tg.Name))
+		st.SetPath("shared/docs/" + c.tg.Name)
+		e.fake.failNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 400, Code: c.code, Message: "no"})
+		if err := s1.Flush(ctx, st); err == nil {
+			t.Fatalf("%s: uploaded through an injected %d", c.tg.Name, c.code)
+		}
+	}
+	if err := s1.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var logBuf testkit.SyncBuffer
+	log := testkit.Quiet()
+	log.SetOutput(&logBuf)
+	s2 := e.open(StagingOptions{Log: log})
+	testkit.WaitFor(t, 10*time.Second, "the curable upload, again", func() bool { return s2.Stats().Uploaded == 1 })
+	e.want(full, []byte(full.Name))
+	time.Sleep(100 * time.Millisecond)
+	if n := e.fake.count("Upload"); n != 3 {
+		t.Fatalf("%d upload attempts, want 3: the refused file was retried at the start", n)
+	}
+	ents := s2.Entries()
+	if len(ents) != 1 || ents[0].State != "failed" || ents[0].Path != "shared/docs/refused.bin" ||
+		!strings.Contains(ents[0].String(), "shared/docs/refused.bin") {
+		t.Fatalf("entries after the restart: %v", ents)
+	}
+	if !strings.Contains(logBuf.String(), "shared/docs/refused.bin") || !strings.Contains(logBuf.String(), "not retried") {
+		t.Fatalf("the log does not name the file kept back by its path:\n%s", logBuf.String())
+	}
+	e.retryAndWant(s2, s2.Lookup(refused), 2, []byte(refused.Name))
 }

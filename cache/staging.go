@@ -380,7 +380,7 @@ func (s *Staging) Remove(st *Staged) error {
 // its upload.
 func (s *Staging) removeLocked(st *Staged, deleteRest bool) {
 	if deleteRest && len(st.deleteAfter) > 0 {
-		s.deleteLater(slices.Clone(st.deleteAfter), st.target, "renamed away, then removed")
+		s.deleteLater(slices.Clone(st.deleteAfter), st.nameLocked(), "renamed away, then removed")
 	}
 	s.dropLocked(st)
 }
@@ -543,7 +543,7 @@ func (s *Staging) Drain(ctx context.Context) error {
 		}
 	}
 	for _, st := range left {
-		f := logrus.Fields{"path": st.target.String(), "state": st.state.String()}
+		f := logrus.Fields{"path": st.nameLocked(), "state": st.state.String()}
 		if st.lastErr != nil {
 			f["error"] = st.lastErr.Error()
 		}
@@ -559,6 +559,9 @@ func (s *Staging) Drain(ctx context.Context) error {
 	}
 	return fmt.Errorf("staging: %d files not uploaded, kept staged", len(left))
 }
+
+// Dir is the staging dir.
+func (s *Staging) Dir() string { return s.dir }
 
 // Stats returns the counters.
 func (s *Staging) Stats() StagingStats {
@@ -594,7 +597,7 @@ func (s *Staging) Entries() []StagedInfo {
 			state = "open"
 		}
 		out[i] = StagedInfo{
-			Target: st.target, Replaces: st.replaces, State: state,
+			Target: st.target, Path: st.path, Replaces: st.replaces, State: state,
 			Done: st.done, Total: st.total, Attempts: st.attempts,
 		}
 		if st.lastErr != nil {
@@ -626,6 +629,7 @@ func (s *Staging) Retry() {
 		if st.state == stFailed {
 			st.attempts = 0
 			st.retries = 0
+			st.final = false
 			s.enqueueLocked(st, false)
 		}
 	}

@@ -30,6 +30,8 @@ type stagedRecord struct {
 	Attempts    int       `json:"attempts,omitempty"`
 	LastError   string    `json:"last_error,omitempty"`
 	DeleteAfter []int64   `json:"delete_after,omitempty"`
+	Path        string    `json:"path,omitempty"`  // the path in the mount, for people
+	Final       bool      `json:"final,omitempty"` // failed for good: not retried at the next start
 	Saved       time.Time `json:"saved"` // when the record was written: of two records for one target, the later wins
 }
 
@@ -77,7 +79,7 @@ func (s *Staging) load() error {
 			// Two records for one target (a crash in the middle of a
 			// rename or create over a staged file): the one saved last
 			// wins, and takes over what the other was to delete.
-			s.log.WithField("path", st.target.String()).Warn("staging: two staged files for one target; keeping the one saved last")
+			s.log.WithField("path", st.nameLocked()).Warn("staging: two staged files for one target; keeping the one saved last")
 			if savedAt[st].Before(savedAt[other]) {
 				st, other = other, st
 			}
@@ -92,7 +94,14 @@ func (s *Staging) load() error {
 		}
 		s.entries[seq] = st
 		s.byTarget[st.target] = st
-		s.log.WithFields(logrus.Fields{"path": st.target.String(), "size": st.lastSize, "was": rec.State}).Info("staging: resuming the upload of a staged file")
+		if rec.State == recFailed && rec.Final {
+			st.state = stFailed
+			st.final = true
+			s.log.WithFields(logrus.Fields{"path": st.nameLocked(), "error": rec.LastError}).Warn(
+				"staging: this upload failed for good in an earlier run; kept staged, not retried (SIGUSR1 retries it)")
+			continue
+		}
+		s.log.WithFields(logrus.Fields{"path": st.nameLocked(), "size": st.lastSize, "was": rec.State}).Info("staging: resuming the upload of a staged file")
 		s.enqueueLocked(st, false)
 	}
 	return nil
@@ -182,6 +191,7 @@ func (s *Staging) loadEntry(seq int64, savedAt map[*Staged]time.Time) (*Staged, 
 	}
 	st := s.newStaged(seq, f, Target{Area: area, ParentID: rec.ParentID, Name: rec.Name}, rec.Replaces)
 	st.deleteAfter = rec.DeleteAfter
+	st.path = rec.Path
 	st.savedState = rec.State
 	if rec.LastError != "" {
 		st.lastErr = errors.New(rec.LastError)
@@ -213,7 +223,7 @@ func (s *Staging) saveLocked(st *Staged, force bool) {
 		return
 	}
 	if err := s.writeRecord(st, state); err != nil {
-		s.log.WithError(err).WithField("path", st.target.String()).Warn("staging: could not save the record of a staged file")
+		s.log.WithError(err).WithField("path", st.nameLocked()).Warn("staging: could not save the record of a staged file")
 		return
 	}
 	st.savedState = state
@@ -224,6 +234,7 @@ func (s *Staging) writeRecord(st *Staged, state string) error {
 	rec := stagedRecord{
 		Area: "shared", ParentID: st.target.ParentID, Name: st.target.Name, Replaces: st.replaces,
 		State: state, Attempts: st.attempts, DeleteAfter: st.deleteAfter, Saved: time.Now(),
+		Path: st.path, Final: state == recFailed && st.final,
 	}
 	if st.target.Area.Kind == Machine {
 		rec.Area, rec.MachineID = "machine", st.target.Area.MachineID

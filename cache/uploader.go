@@ -28,6 +28,7 @@ const deleteTimeout = 2 * time.Minute
 type upload struct {
 	st        *Staged
 	target    Target
+	name      string // st's path, for the log
 	gen       uint64
 	overwrite bool
 	ctx       context.Context
@@ -48,7 +49,7 @@ func (s *Staging) worker() {
 			continue
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
-		up := &upload{st: st, target: st.target, gen: st.gen, overwrite: st.replaces != 0 || st.overwrite, ctx: ctx}
+		up := &upload{st: st, target: st.target, name: st.nameLocked(), gen: st.gen, overwrite: st.replaces != 0 || st.overwrite, ctx: ctx}
 		st.state = stUploading
 		st.upCancel = cancel
 		st.done, st.total = 0, 0
@@ -101,7 +102,7 @@ func (s *Staging) failedLocked(up *upload, err error) bool {
 		s.waitLocked(st)
 		return false
 	}
-	log := s.log.WithFields(logrus.Fields{"path": up.target.String(), "error": err.Error()})
+	log := s.log.WithFields(logrus.Fields{"path": up.name, "error": err.Error()})
 	if api.IsExists(err) && !up.overwrite {
 		// Someone created the name meanwhile: last writer wins.
 		log.Warn("staging: the name was taken on the service meanwhile; overwriting it (last writer wins)")
@@ -130,8 +131,13 @@ func (s *Staging) failedLocked(up *upload, err error) bool {
 	st.state = stFailed
 	st.permErr = err
 	st.retries = 0
+	st.final = !curable(err)
 	s.saveLocked(st, true)
-	log.Warn("staging: upload failed; the staged copy is kept (listed as failed in .ctl/uploads, retried at the next start or on demand)")
+	if st.final {
+		log.Warn("staging: upload failed for good (the service refuses it as it is); the staged copy is kept and not retried (SIGUSR1 retries it)")
+	} else {
+		log.Warn("staging: upload failed; the staged copy is kept and retried at the next start or on SIGUSR1")
+	}
 	return true
 }
 
@@ -209,11 +215,11 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 	s.saveLocked(st, true)
 	s.mu.Unlock()
 
-	s.log.WithFields(logrus.Fields{"path": up.target.String(), "id": res.ID, "size": res.Size}).Debug("staging: uploaded")
+	s.log.WithFields(logrus.Fields{"path": up.name, "id": res.ID, "size": res.Size}).Debug("staging: uploaded")
 	if s.onUploaded != nil {
 		s.onUploaded(up.target, fileOf(up.target, res, size))
 	}
-	deleted := s.deleteReplaced(up.target, toDelete)
+	deleted := s.deleteReplaced(up.name, toDelete)
 
 	s.mu.Lock()
 	if st.removed {
@@ -240,14 +246,14 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 // deleteReplaced deletes the service files an upload to t replaced under
 // other names (renames), and returns those done with: deleted, or failed for
 // good (logged). The others stay for the next upload.
-func (s *Staging) deleteReplaced(t Target, ids []int64) []int64 {
+func (s *Staging) deleteReplaced(name string, ids []int64) []int64 {
 	var deleted []int64
 	for _, id := range ids {
 		if err := s.deleteFile(id); err != nil {
 			if s.ctx.Err() != nil {
 				continue // Close: deleted after the upload at the next start
 			}
-			s.log.WithError(err).WithFields(logrus.Fields{"path": t.String(), "id": id}).Warn("staging: could not delete the file replaced by a rename")
+			s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete the file replaced by a rename")
 		}
 		deleted = append(deleted, id)
 	}
@@ -266,7 +272,7 @@ func (s *Staging) countLocked(res *api.UploadResult) {
 // until then, so that a new file at the same name is uploaded after.
 func (s *Staging) dropUploaded(up *upload, res *api.UploadResult) {
 	if err := s.deleteFile(res.ID); err != nil && s.ctx.Err() == nil {
-		s.log.WithError(err).WithFields(logrus.Fields{"path": up.target.String(), "id": res.ID}).Warn("staging: could not delete the upload of a file removed meanwhile")
+		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": res.ID}).Warn("staging: could not delete the upload of a file removed meanwhile")
 	}
 	s.mu.Lock()
 	s.countLocked(res)
@@ -299,7 +305,7 @@ func (s *Staging) deleteFile(id int64) error {
 
 // deleteLater deletes service files in the background (best effort, logged).
 // Called with mu held.
-func (s *Staging) deleteLater(ids []int64, t Target, why string) {
+func (s *Staging) deleteLater(ids []int64, name string, why string) {
 	if s.closed || len(ids) == 0 {
 		return
 	}
@@ -311,7 +317,7 @@ func (s *Staging) deleteLater(ids []int64, t Target, why string) {
 				return
 			}
 			if err := s.deleteFile(id); err != nil && s.ctx.Err() == nil {
-				s.log.WithError(err).WithFields(logrus.Fields{"path": t.String(), "id": id}).Warn("staging: could not delete a service file (" + why + ")")
+				s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete a service file (" + why + ")")
 			}
 		}
 	}()
@@ -324,4 +330,14 @@ func contentType(name string) string {
 		return t
 	}
 	return "application/octet-stream"
+}
+
+// curable reports whether a permanent upload failure may go away without a
+// change to the file: a full storage, a balance, a resizing disk, a payment,
+// credentials or permissions. Those are retried at the next start; any other
+// (a refused request, a removed folder) is not, as it would fail again.
+func curable(err error) bool {
+	return api.IsStorageFull(err) || api.IsUnauthorized(err) || api.IsPermission(err) ||
+		api.IsCode(err, api.CodeInsufficientBalance) || api.IsCode(err, api.CodeDiskResizing) ||
+		api.IsCode(err, api.CodeSubscriptionPayment)
 }

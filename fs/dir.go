@@ -278,6 +278,7 @@ func (n *dirNode) createStaged(ctx context.Context, name string) (*cache.Staged,
 		return nil, toErrno(n.fsys.Log, "creating "+n.Path(nil)+"/"+name, err)
 	}
 	st.OpenWriter()
+	st.SetPath(n.Path(nil) + "/" + name)
 	return st, 0
 }
 
@@ -428,6 +429,7 @@ func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno 
 		// goes when the new name is on the service.
 		fsys.Supersede(r.src.key, r.old, st)
 	}
+	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	r.src.retargetChild(r.name, r.dst, r.newName, st)
 	return 0
 }
@@ -450,6 +452,7 @@ func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 		return toErrno(fsys.Log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
 	}
 	fsys.Times.SetPending(r.to(), fsys.Times.Shown(r.old))
+	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	st.Touch()
 	// Gone from here now; from the service once the new name is there.
 	fsys.Supersede(r.src.key, r.old, st)

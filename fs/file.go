@@ -296,6 +296,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	if err != nil {
 		return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
 	}
+	st.SetPath(n.Path(nil))
 	n.setStaged(st)
 	return st, 0
 }

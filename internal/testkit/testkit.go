@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,4 +109,23 @@ func Unzip(t testing.TB, b []byte) map[string][]byte {
 		out[f.Name] = data
 	}
 	return out
+}
+
+// SyncBuffer is a bytes.Buffer safe to write from one goroutine (a logger, a
+// child process) while the test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

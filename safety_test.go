@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// Two organizations, one --cache-dir: what one left staged is never seen nor
+// sent by a mount of the other, and goes to its own organization at its next
+// mount.
+func TestTwoOrganizationsShareNothingInOneCacheDir(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	credsA := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	credsB := writeCreds(t, testkit.Creds(t, srv, emulator.OrgB))
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	d := startDaemon(t, dir, "--credentials", credsA, "--cache-dir", cacheDir, "--write-back", "1h")
+	data := testkit.RandBytes(50_000, 1)
+	if err := os.WriteFile(filepath.Join(dir, "shared", "org-a-only.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Process.Kill()
+	d.wait()
+
+	d = startDaemon(t, dir, "--credentials", credsB, "--cache-dir", cacheDir)
+	if _, err := os.Stat(filepath.Join(dir, "shared", "org-a-only.bin")); err == nil {
+		t.Fatal("org-b's mount shows org-a's staged file")
+	}
+	time.Sleep(500 * time.Millisecond)
+	d.cmd.Process.Signal(os.Interrupt)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("org-b's mount: exit %d", code)
+	}
+	clientA := testkit.Client(t, srv, emulator.OrgA, api.Options{})
+	clientB := testkit.Client(t, srv, emulator.OrgB, api.Options{})
+	if uploaded(clientB, "org-a-only.bin", len(data)) || uploaded(clientA, "org-a-only.bin", len(data)) {
+		t.Fatal("org-a's staged file was sent by org-b's mount")
+	}
+
+	d = startDaemon(t, dir, "--credentials", credsA, "--cache-dir", cacheDir)
+	testkit.WaitFor(t, 15*time.Second, "org-a's file at org-a", func() bool { return uploaded(clientA, "org-a-only.bin", len(data)) })
+	d.cmd.Process.Signal(os.Interrupt)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("org-a's second mount: exit %d", code)
+	}
+	if uploaded(clientB, "org-a-only.bin", len(data)) {
+		t.Fatal("org-b holds org-a's file")
+	}
+}
+
+// A mount that ends with files not uploaded says so, where they are and how
+// they resume, with exit status 3; the log names them by their path; the
+// next mount sends them once the cause is gone.
+func TestExitStatusTellsOfFilesLeftStaged(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	if err := srv.Emulator.SetStorageQuota(emulator.OrgA, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", cacheDir, "--write-back", "10ms", "--drain-timeout", "5s")
+	if err := os.Mkdir(filepath.Join(dir, "shared", "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("x"), 5000)
+	if err := os.WriteFile(filepath.Join(dir, "shared", "docs", "too-big.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 15*time.Second, "the failure in the log", func() bool {
+		return strings.Contains(d.out.String(), "upload failed")
+	})
+	if !strings.Contains(d.out.String(), "shared/docs/too-big.bin") {
+		t.Fatalf("the log does not name the file by its path:\n%s", d.out)
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(); code != exitUploadsLeft {
+		t.Fatalf("exit status %d with a file left staged, want %d:\n%s", code, exitUploadsLeft, d.out)
+	}
+	if out := d.out.String(); !strings.Contains(out, "1 files not uploaded") || !strings.Contains(out, cacheDir) ||
+		!strings.Contains(out, "next mount") {
+		t.Fatalf("the last words do not say what is left, where and how it resumes:\n%s", out)
+	}
+
+	srv.Emulator.SetStorageQuota(emulator.OrgA, 0, 1<<30)
+	d = startDaemon(t, dir, "--credentials", creds, "--cache-dir", cacheDir)
+	testkit.WaitFor(t, 15*time.Second, "the file at the next mount", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "shared", "docs", "too-big.bin"))
+		return err == nil && bytes.Equal(b, data) && srv.Emulator.Stats().Requests["POST /files/{id}/complete"] > 0
+	})
+	d.cmd.Process.Signal(os.Interrupt)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("exit %d after everything was sent:\n%s", code, d.out)
+	}
+}

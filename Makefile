@@ -5,13 +5,16 @@ DEMODIR ?= .demo
 MNT     ?= mnt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build test fmt-check vet unit demo emulator clean
+.PHONY: build test fmt-check vet lint unit soak demo emulator clean
+
+# staticcheck, pinned, run through the module proxy (nothing to install).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) .
 
 # The test command of README.md and CI: formatting, vet, and every test under the race detector.
-test: fmt-check vet unit
+test: fmt-check vet lint unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -19,6 +22,9 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+lint:
+	$(GO) run $(STATICCHECK) ./...
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...

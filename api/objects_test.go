@@ -84,7 +84,7 @@ func (f *fakeService) serveObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("signature") != "SIGSECRET" {
-		http.Error(w, "<Error><Code>AccessDenied</Code><Message>bad signature</Message></Error>", 403)
+		http.Error(w, "<Error><Code>AccessDenied</Code><Message>bad signature</Message></Error>", http.StatusForbidden)
 		return
 	}
 	key := strings.TrimPrefix(r.URL.Path, "/bucket/")

@@ -96,13 +96,6 @@ func (c *fakeClient) mkdir(area Area, parent int64, name string) api.File {
 	return f
 }
 
-// remove deletes a file behind the mount's back.
-func (c *fakeClient) remove(id int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.files, id)
-}
-
 // setSeats sets the organization's computers.
 func (c *fakeClient) setSeats(seats ...api.Seat) {
 	c.mu.Lock()

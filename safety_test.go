@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +101,62 @@ func TestExitStatusTellsOfFilesLeftStaged(t *testing.T) {
 	d.cmd.Process.Signal(os.Interrupt)
 	if code := d.wait(); code != 0 {
 		t.Fatalf("exit %d after everything was sent:\n%s", code, d.out)
+	}
+}
+
+// An outage in the middle of a workload: a reader streaming a file gets an
+// error once the I/O timeout and the retries are spent, never a hang; a file
+// written during the outage is uploaded by itself when the service answers
+// again.
+func TestOutageMidWorkload(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	big := testkit.RandBytes(64<<20, 9)
+	if _, err := srv.Emulator.CreateFile(emulator.OrgA, 0, 0, "big.bin", bytes.NewReader(big)); err != nil {
+		t.Fatal(err)
+	}
+	rate := int64(4 << 20)
+	srv.Emulator.ChangePlay(emulator.PlayChange{StreamRate: &rate})
+	dir := t.TempDir()
+	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--write-back", "10ms",
+		"--io-timeout", "1s", "--read-ahead", "4M")
+	f, err := os.Open(filepath.Join(dir, "shared", "big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	if _, err := io.ReadFull(f, buf); err != nil {
+		t.Fatal(err)
+	}
+	srv.Emulator.SetOutage(emulator.OutageBlackHole)
+	start := time.Now()
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, f)
+		readErr <- err
+	}()
+	during := []byte("written during the outage\n")
+	if err := os.WriteFile(filepath.Join(dir, "shared", "during.txt"), during, 0o644); err != nil {
+		t.Fatalf("writing during the outage: %v", err)
+	}
+	select {
+	case err := <-readErr:
+		if !errors.Is(err, syscall.EIO) {
+			t.Fatalf("the reader in the outage got %v after %v, want EIO", err, time.Since(start))
+		}
+		t.Logf("the reader got EIO after %v", time.Since(start).Round(time.Millisecond))
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the reader hangs in the outage")
+	}
+	f.Close()
+	srv.Emulator.SetOutage(emulator.OutageNone)
+	client := testkit.Client(t, srv, emulator.OrgA, api.Options{})
+	testkit.WaitFor(t, 90*time.Second, "the file written during the outage, uploaded by itself", func() bool {
+		return uploaded(client, "during.txt", len(during))
+	})
+	d.cmd.Process.Signal(os.Interrupt)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }

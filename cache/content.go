@@ -28,6 +28,12 @@ import (
 // DefaultBlockSize is the unit in which content is fetched and accounted.
 const DefaultBlockSize = 1 << 20
 
+// ErrNotCached is the error of storing content the cache cannot hold: an
+// entry's file could not be created or written (the disk is full, over
+// quota, read-only, failing). Reads of such a file go past the cache
+// (Reader.ReadDirect).
+var ErrNotCached = errors.New("cache: the content cache cannot hold the file")
+
 // ContentOptions configures a Content cache. Zero values take the defaults.
 type ContentOptions struct {
 	Dir       string // where the sparse files and their records live; created 0700
@@ -98,6 +104,7 @@ type Content struct {
 	evictions  int64                         // guarded by mu
 	invalidate int64                         // guarded by mu
 	closed     bool                          // guarded by mu
+	saveFailed bool                          // guarded by mu; the last record saved at a release failed (logged once)
 }
 
 // entry is one cached file.
@@ -324,7 +331,7 @@ func (c *Content) Acquire(m Meta) (*Handle, error) {
 		if err != nil {
 			e.mu.Unlock()
 			c.removeLocked(e)
-			return nil, fmt.Errorf("cache: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrNotCached, err)
 		}
 		e.f = f
 	}
@@ -333,6 +340,38 @@ func (c *Content) Acquire(m Meta) (*Handle, error) {
 	e.dirty = true // the use is saved, so the LRU order survives a restart
 	e.mu.Unlock()
 	return &Handle{c: c, e: e}, nil
+}
+
+// detached is a handle on no entry of the cache, for a file the cache cannot
+// hold at all (Acquire failed with ErrNotCached): nothing is present and
+// nothing can be stored; Release forgets it.
+func (c *Content) detached(m Meta) *Handle {
+	e := &entry{id: m.ID, meta: m, present: make([]uint64, (c.blocks(m.Size)+63)/64), refs: 1, gone: true}
+	return &Handle{c: c, e: e}
+}
+
+// makeRoom evicts entries not in use, least recently used first, until their
+// blocks add up to need bytes: the disk could not hold a block, whatever the
+// budget says.
+func (c *Content) makeRoom(need int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	freed := int64(0)
+	for _, id := range c.lru.Keys() {
+		if freed >= need {
+			return
+		}
+		e, _ := c.lru.Peek(id)
+		if e.refs > 0 {
+			continue
+		}
+		e.mu.Lock()
+		freed += e.bytes
+		e.mu.Unlock()
+		c.evictions++
+		c.log.WithField("file_id", id).Debug("cache: evicting to make room on the disk")
+		c.removeLocked(e)
+	}
 }
 
 // openData opens an entry's data file. When the entry claims blocks but its
@@ -569,7 +608,7 @@ func (h *Handle) WriteBlock(i int64, data []byte) error {
 	f := h.e.f
 	h.e.mu.Unlock()
 	if _, err := f.WriteAt(data, off); err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return fmt.Errorf("%w: block %d of file %d: %w", ErrNotCached, i, h.e.id, err)
 	}
 	h.markPresent(i, i)
 	return nil
@@ -637,9 +676,13 @@ func (h *Handle) Release() {
 			e.f = nil
 		}
 		if !e.gone {
-			if err := c.saveLocked(e); err != nil {
-				c.log.WithError(err).Warn("cache: could not save an entry's record")
+			err := c.saveLocked(e)
+			if err != nil && !c.saveFailed {
+				c.log.WithError(err).Warn("cache: could not save an entry's record (said once until one is saved again)")
+			} else if err != nil {
+				c.log.WithError(err).Debug("cache: could not save an entry's record")
 			}
+			c.saveFailed = err != nil
 		}
 		e.mu.Unlock()
 		c.evictLocked()

@@ -67,6 +67,8 @@ type FetchStats struct {
 	Errors        int64 // range fetches that failed for good
 	Random        int64 // reads that were not sequential (no read-ahead)
 	AheadFetches  int64 // range requests started by read-ahead
+	BytesDirect   int64 // bytes read past a cache that could not hold them (ReadDirect)
+	Uncached      int64 // open file versions whose reads went past the cache (it could not hold them)
 }
 
 // ErrChanged is the error of a read whose file no longer matches its listing
@@ -92,11 +94,14 @@ type Fetcher struct {
 	urls  *lru.Cache[int64, urlEntry] // safe for concurrent use
 	group singleflight.Group          // one URL request per file at a time
 	bufs  sync.Pool                   // block buffers
+	// warned is when the cache's failing to hold a file was last logged (as a
+	// warning), by file id; safe for concurrent use.
+	warned *lru.Cache[int64, time.Time]
 
 	mu    sync.Mutex
 	files map[int64]*fileFetch // guarded by mu; the latest version of each open file
 
-	stats struct{ urls, ranges, bytes, renewals, errors, random, ahead atomic.Int64 }
+	stats struct{ urls, ranges, bytes, renewals, errors, random, ahead, direct, uncached atomic.Int64 }
 }
 
 type urlEntry struct {
@@ -123,10 +128,14 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	warned, err := lru.New[int64, time.Time](1024)
+	if err != nil {
+		return nil, err
+	}
 	f := &Fetcher{
 		client: opts.Client, content: opts.Content, bundler: opts.Bundler, log: opts.Log, now: opts.Now,
 		perFile: opts.PerFile, readAhead: opts.ReadAhead, chunk: opts.ChunkSize,
-		sem: semaphore.NewWeighted(int64(opts.Transfers)), urls: urls, files: map[int64]*fileFetch{},
+		sem: semaphore.NewWeighted(int64(opts.Transfers)), urls: urls, warned: warned, files: map[int64]*fileFetch{},
 	}
 	f.bufs.New = func() any { b := make([]byte, bs); return &b }
 	return f, nil
@@ -138,6 +147,7 @@ func (f *Fetcher) Stats() FetchStats {
 		URLRequests: f.stats.urls.Load(), RangeRequests: f.stats.ranges.Load(), BytesFetched: f.stats.bytes.Load(),
 		URLRenewals: f.stats.renewals.Load(), Errors: f.stats.errors.Load(),
 		Random: f.stats.random.Load(), AheadFetches: f.stats.ahead.Load(),
+		BytesDirect: f.stats.direct.Load(), Uncached: f.stats.uncached.Load(),
 	}
 }
 
@@ -200,12 +210,19 @@ func (f *Fetcher) Open(m Meta) (*Reader, error) {
 	ff := f.files[m.ID]
 	if ff == nil || !ff.meta.Same(m) {
 		h, err := f.content.Acquire(m)
-		if err != nil {
+		var uncached error
+		if errors.Is(err, ErrNotCached) {
+			// Not even an entry: the file is read past the cache.
+			h, uncached = f.content.detached(m), err
+		} else if err != nil {
 			return nil, err
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		ff = &fileFetch{f: f, h: h, meta: m, ctx: ctx, cancel: cancel, pending: map[int64]*pendingBlock{}}
 		f.files[m.ID] = ff
+		if uncached != nil {
+			ff.uncache(uncached)
+		}
 	}
 	ff.readers++
 	return &Reader{ff: ff}, nil
@@ -225,7 +242,39 @@ type fileFetch struct {
 	mu      sync.Mutex
 	pending map[int64]*pendingBlock // guarded by mu; blocks being fetched
 	ops     int                     // guarded by mu; fetches in flight
-	wg      sync.WaitGroup          // fetches running
+	// uncached, once set, is why the cache cannot hold the file: reads of
+	// blocks it lacks fail with it at once (Ready), and go past the cache
+	// (ReadDirect), until the file's last reader closes. Guarded by mu.
+	uncached error
+	wg       sync.WaitGroup // fetches running
+}
+
+// uncacheWarnEvery is how often the cache's failing to hold one file is
+// logged as a warning, at most.
+const uncacheWarnEvery = time.Hour
+
+// uncache makes the file's reads go past the cache from now on: err is why
+// the cache cannot hold it. Logged as a warning once per file (an hour).
+func (ff *fileFetch) uncache(err error) {
+	ff.mu.Lock()
+	first := ff.uncached == nil
+	if first {
+		ff.uncached = err
+	}
+	ff.mu.Unlock()
+	if !first {
+		return
+	}
+	f := ff.f
+	f.stats.uncached.Add(1)
+	log := f.log.WithError(err).WithField("file_id", ff.meta.ID)
+	now := f.now()
+	if last, ok := f.warned.Get(ff.meta.ID); ok && now.Sub(last) < uncacheWarnEvery {
+		log.Debug("cache: cannot hold the file; reading it straight from the service")
+		return
+	}
+	f.warned.Add(ff.meta.ID, now)
+	log.Warn("cache: cannot hold the file; reading it straight from the service")
 }
 
 // pendingBlock is a block some fetch will fill; done closes when it is
@@ -261,6 +310,8 @@ type Reader struct {
 	closed bool  // guarded by mu
 
 	bundleAsked atomic.Bool // the bundler was asked about this file once
+
+	direct directReads // guarded by mu; the stream of reads past the cache
 }
 
 // Handle is the cache entry the reader holds.
@@ -270,9 +321,13 @@ func (r *Reader) Handle() *Handle { return r.ff.h }
 // in it at their offsets, so a caller may read (or splice) them itself.
 func (r *Reader) File() *os.File { return r.ff.h.File() }
 
-// ReadAt reads len(p) bytes at off (fewer at the end of the file).
+// ReadAt reads len(p) bytes at off (fewer at the end of the file), past the
+// cache when it cannot hold them.
 func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	n, err := r.Ready(ctx, off, int64(len(p)))
+	if errors.Is(err, ErrNotCached) {
+		return r.ReadDirect(ctx, p, off)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -287,7 +342,9 @@ func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 // is missing (and reading ahead), and returns how many of them the file has:
 // fewer at its end, and io.EOF only at or past it (a failed fetch is never an
 // io.EOF). ctx is the reader's request: when it is cancelled Ready returns and
-// the fetches only it waited for are cancelled.
+// the fetches only it waited for are cancelled. When the cache cannot hold
+// the bytes (its disk is full), the error is ErrNotCached: ReadDirect reads
+// them.
 func (r *Reader) Ready(ctx context.Context, off, want int64) (int64, error) {
 	ff := r.ff
 	size := ff.meta.Size
@@ -371,6 +428,13 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 	ff.mu.Lock()
 	defer ff.mu.Unlock()
 	missing := ff.h.Missing(off, n)
+	if ff.uncached != nil {
+		// Nothing more is fetched into the cache (nor read ahead).
+		if len(missing) > 0 {
+			return nil, ff.uncached
+		}
+		return nil, nil
+	}
 	ff.startRunsLocked(missing, false, -1)
 	var waits []*pendingBlock
 	for _, b := range missing {
@@ -477,7 +541,7 @@ func (ff *fileFetch) leave(waits []*pendingBlock) {
 func (ff *fileFetch) run(ctx context.Context, op *fetchOp) {
 	defer ff.wg.Done()
 	err := ff.fetch(ctx, op)
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotCached) { // that one is logged once (uncache)
 		ff.f.stats.errors.Add(1)
 		ff.f.log.WithError(err).WithField("file_id", ff.meta.ID).Warn("cache: fetching file content failed")
 	}
@@ -554,18 +618,35 @@ func (ff *fileFetch) fetchRange(ctx context.Context, op *fetchOp, url string) er
 	bp := ff.f.bufs.Get().(*[]byte)
 	defer ff.f.bufs.Put(bp)
 	for b := first; b <= op.last; b++ {
-		_, n := h.BlockRange(b)
+		off, n := h.BlockRange(b)
 		buf := (*bp)[:n]
 		if _, err := io.ReadFull(body, buf); err != nil {
 			return fmt.Errorf("reading block %d: %w", b, err)
 		}
-		if err := h.WriteBlock(b, buf); err != nil {
+		if err := ff.store(b, buf, lastOff+lastN-off); err != nil {
 			return err
 		}
 		ff.f.stats.bytes.Add(n)
 		ff.resolve(b, op)
 	}
 	return nil
+}
+
+// store writes block b into the cache. When the cache cannot hold it (its
+// disk is full), entries nobody uses are evicted to make room for rest bytes
+// and the write is tried again, once (also when another fetch evicted them
+// just before); if that fails too, the file's reads go past the cache from
+// now on.
+func (ff *fileFetch) store(b int64, buf []byte, rest int64) error {
+	err := ff.h.WriteBlock(b, buf)
+	if errors.Is(err, ErrNotCached) {
+		ff.f.content.makeRoom(rest)
+		err = ff.h.WriteBlock(b, buf)
+	}
+	if errors.Is(err, ErrNotCached) {
+		ff.uncache(err)
+	}
+	return err
 }
 
 // resolve wakes the waiters of block b, now present.
@@ -587,7 +668,11 @@ func (r *Reader) Close() {
 		return
 	}
 	r.closed = true
+	s := r.direct.closeLocked()
 	r.mu.Unlock()
+	if s != nil {
+		s.close()
+	}
 	ff, f := r.ff, r.ff.f
 	f.mu.Lock()
 	ff.readers--

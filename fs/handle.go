@@ -33,10 +33,19 @@ var (
 
 // Read waits until the bytes are in the cache file, then hands the kernel
 // that file's range, which go-fuse splices without copying it through here.
+// When the cache cannot hold them (its disk is full), they come straight from
+// the object store into dest instead.
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.r.Ready(ctx, off, int64(len(dest)))
 	if err == io.EOF { // only Ready's own end of file, never a failed fetch
 		return fuse.ReadResultData(nil), 0
+	}
+	if errors.Is(err, cache.ErrNotCached) {
+		got, derr := h.r.ReadDirect(ctx, dest, off)
+		if derr == nil || derr == io.EOF {
+			return fuse.ReadResultData(dest[:got]), 0
+		}
+		err = derr
 	}
 	if errors.Is(err, cache.ErrChanged) {
 		// The listing this file was opened from is out of date: forget it, so

@@ -1,0 +1,126 @@
+package fs
+
+// A full cache disk (issue 9, item 8): reads go on, streamed from the object
+// store without the cache; writers get ENOSPC.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// mountSmallDisk mounts a tmpfs of size bytes on dir, unmounted at the end
+// of the test.
+func mountSmallDisk(t *testing.T, dir string, size int64) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a tmpfs on %s (the test runs as root): %v: %s", dir, err, out)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+}
+
+// fillDisk writes a file in dir until the disk is full.
+func fillDisk(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			return
+		}
+	}
+}
+
+func TestReadsWithAFullCacheDisk(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.unmount()
+	mountSmallDisk(t, e.cacheDir, 8<<20)
+	e.mount()
+
+	root := e.root(0)
+	files := map[string][]byte{
+		"big.bin":   testkit.RandBytes(20<<20+4321, 1), // larger than the whole disk
+		"mid.bin":   testkit.RandBytes(3<<20+7, 2),
+		"small.txt": testkit.RandBytes(1000, 3),
+		"empty":     {},
+	}
+	for name, data := range files {
+		e.put(0, root, name, data)
+	}
+	folder := e.smallFolder("notes", 12) // enough small files for a bundle
+	check := func(round string) {
+		t.Helper()
+		before := e.fetcher.Stats()
+		for name, want := range files {
+			p := e.path("shared", name)
+			dropKernelCache(t, p)
+			got, err := os.ReadFile(p)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: reading %s: %d bytes, want %d (%v)", round, name, len(got), len(want), err)
+			}
+		}
+		checkCopy(t, e.path("shared", "notes"), folder)
+		st := e.fetcher.Stats()
+		t.Logf("%s: %d range requests, %d bytes into the cache, %d past it; %d files not cached",
+			round, st.RangeRequests-before.RangeRequests, st.BytesFetched-before.BytesFetched,
+			st.BytesDirect-before.BytesDirect, st.Uncached-before.Uncached)
+	}
+	// The big file fills the disk part way through.
+	check("filling the cache disk")
+	// What is cached is still served; the rest streams.
+	check("with the cache disk full")
+
+	// The disk full of something else: nothing the cache could evict.
+	e.unmount()
+	entries, err := filepath.Glob(filepath.Join(e.cacheDir, "content", "*.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range entries {
+		os.Remove(p)
+	}
+	e.mount()
+	fillDisk(t, e.cacheDir)
+	before := e.fetcher.Stats()
+	check("with the disk full of another file")
+	st := e.fetcher.Stats()
+	if direct := st.BytesDirect - before.BytesDirect; direct < int64(len(files["big.bin"])) {
+		t.Errorf("%d bytes were read past the cache, want all of them: %+v", direct, st)
+	}
+	// Sequential reads share a stream: a few requests for the big file, not
+	// one per read (the first, into the cache, find the disk full).
+	dropKernelCache(t, e.path("shared", "big.bin"))
+	before = e.fetcher.Stats()
+	if got, err := os.ReadFile(e.path("shared", "big.bin")); err != nil || !bytes.Equal(got, files["big.bin"]) {
+		t.Fatalf("reading big.bin again: %v", err)
+	}
+	n := e.fetcher.Stats().RangeRequests - before.RangeRequests
+	t.Logf("reading big.bin alone: %d range requests", n)
+	if n > 8 {
+		t.Errorf("%d range requests to stream a 20 MiB file", n)
+	}
+
+	// Writers still get ENOSPC.
+	err = os.WriteFile(e.path("shared", "new.bin"), testkit.RandBytes(1<<20, 4), 0o644)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("writing with the cache disk full: %v, want ENOSPC", err)
+	}
+}

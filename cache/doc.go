@@ -6,6 +6,9 @@
 //     sparse files, under a byte budget.
 //   - Fetcher (fetch.go): fills Content with ranged GETs of presigned URLs,
 //     reading ahead while reading is sequential.
+//   - Reader.ReadDirect (direct.go): reads past the cache when it cannot
+//     hold a block (a full disk), by ranged GETs straight into the caller's
+//     buffer.
 //   - Bundler (bundle.go): fetches a folder's small files in one ZIP when they
 //     are read one after another.
 //   - Staging (staging.go, staged.go, staging_disk.go, queue.go, uploader.go):

@@ -56,8 +56,8 @@ func (s *Staging) newStaged(seq int64, f *os.File, t Target, replaces int64) *St
 type StagedInfo struct {
 	Target   Target
 	Path     string // the path in the mount, when known
-	Replaces int64 // id of the service file it overwrites; 0: none
-	Size     int64 // local size
+	Replaces int64  // id of the service file it overwrites; 0: none
+	Size     int64  // local size
 	ModTime  time.Time
 	State    string // "open", "waiting", "queued", "uploading", "retrying", "failed", "uploaded"
 	Done     int64  // bytes sent by the upload in flight (or the last one)

@@ -32,7 +32,7 @@ type stagedRecord struct {
 	DeleteAfter []int64   `json:"delete_after,omitempty"`
 	Path        string    `json:"path,omitempty"`  // the path in the mount, for people
 	Final       bool      `json:"final,omitempty"` // failed for good: not retried at the next start
-	Saved       time.Time `json:"saved"` // when the record was written: of two records for one target, the later wins
+	Saved       time.Time `json:"saved"`           // when the record was written: of two records for one target, the later wins
 }
 
 // Values of stagedRecord.State.

@@ -237,6 +237,9 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if !n.fsys.writable(n.key.Area) {
 		return nil, nil, 0, syscall.EROFS
 	}
+	if errno := n.checkNew(name); errno != 0 {
+		return nil, nil, 0, errno
+	}
 	if probeName(name) {
 		// Desktop litter (.DS_Store, Thumbs.db...) is never uploaded.
 		return nil, nil, 0, syscall.EACCES
@@ -286,6 +289,9 @@ func (n *dirNode) createStaged(ctx context.Context, name string) (*cache.Staged,
 func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if !n.fsys.writable(n.key.Area) {
 		return nil, syscall.EROFS
+	}
+	if errno := n.checkNew(name); errno != 0 {
+		return nil, errno
 	}
 	if _, ok, errno := n.existingErr(ctx, name); ok || errno != 0 {
 		if errno != 0 {
@@ -378,6 +384,9 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	dst, ok := newParent.(*dirNode)
 	if !ok || !n.fsys.writable(n.key.Area) || !n.fsys.writable(dst.key.Area) {
 		return syscall.EROFS
+	}
+	if errno := dst.checkNew(newName); errno != 0 {
+		return errno
 	}
 	const renameNoreplace, renameExchange = 1, 2
 	if flags&renameExchange != 0 {

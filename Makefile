@@ -29,6 +29,13 @@ lint:
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+# The model test, long: 16 workers, a 10% fault rate, 100 rounds, under the
+# race detector; every byte is read back from the service at the end.
+# ORGFS_MODEL_SEED=N reproduces a run.
+soak:
+	ORGFS_MODEL_WORKERS=$${ORGFS_MODEL_WORKERS:-16} ORGFS_MODEL_ROUNDS=$${ORGFS_MODEL_ROUNDS:-100} \
+	ORGFS_MODEL_FAULTS=$${ORGFS_MODEL_FAULTS:-0.1} $(GO) test -race -count=1 -timeout 60m -run '^TestModel$$' -v .
+
 # The emulator with demo data, mounted at ./mnt in the foreground; Ctrl-C unmounts.
 demo: build
 	@mkdir -p $(MNT)

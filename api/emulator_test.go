@@ -197,6 +197,9 @@ func TestEmulatorUploadCompleteError(t *testing.T) {
 	if !api.IsSizeMismatch(err) {
 		t.Fatal(err)
 	}
+	if api.UploadRecord(err) <= 0 { // the record the failed upload made, named
+		t.Fatalf("no record id in %v", err)
+	}
 	files, err := c.SharedFiles(context.Background(), api.ListFilesRequest{}).Collect()
 	if err != nil {
 		t.Fatal(err)

@@ -57,6 +57,29 @@ type UploadResult struct {
 	PartSize    int64 // bytes per part (the last may be shorter)
 }
 
+// UploadError is the error of an Upload that failed after the service made
+// the file's record (POST /files). ID is that record: when the failure was
+// the client's (its context ended while the completion was in flight), the
+// service may have completed it, and with Overwrite Upload then leaves it
+// in place; a caller that no longer wants the file deletes it.
+type UploadError struct {
+	ID  int64
+	Err error
+}
+
+func (e *UploadError) Error() string { return e.Err.Error() }
+func (e *UploadError) Unwrap() error { return e.Err }
+
+// UploadRecord returns the id of the file record a failed Upload made (an
+// *UploadError's ID), or 0.
+func UploadRecord(err error) int64 {
+	var e *UploadError
+	if errors.As(err, &e) {
+		return e.ID
+	}
+	return 0
+}
+
 // chooseChunkSize picks the part size of an upload of size bytes.
 func chooseChunkSize(size int64, parallel int) int64 {
 	if parallel < 1 {
@@ -114,7 +137,7 @@ func planPartSize(size, answeredMB, requestedMB int64, n int) (int64, error) {
 // returned), then POST /files/{id}/complete. On a failure after the file
 // record was created it deletes the incomplete record (best effort, logged;
 // with Overwrite, only when the record is not the listed, completed file
-// being replaced) and returns the error.
+// being replaced) and returns the error as an *UploadError naming the record.
 func (c *Client) Upload(ctx context.Context, req UploadRequest) (*UploadResult, error) {
 	if req.Size < 0 {
 		return nil, errors.New("api: upload: negative size")
@@ -142,7 +165,7 @@ func (c *Client) Upload(ctx context.Context, req UploadRequest) (*UploadResult, 
 	}
 	fail := func(err error) (*UploadResult, error) {
 		c.abandonUpload(ctx, req, init.ID, err)
-		return nil, err
+		return nil, &UploadError{ID: init.ID, Err: err}
 	}
 	urls := slices.Clone(init.UploadURLs)
 	slices.SortFunc(urls, func(a, b UploadURL) int { return a.PartNumber - b.PartNumber })

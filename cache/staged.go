@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/orgfs/orgfs/api"
 )
 
 // Locks: Staging.mu (a leaf, see doc.go): a Staged's fields are guarded by its
@@ -43,6 +45,7 @@ type Staged struct {
 	settled     chan struct{}      // closed (and replaced) when an upload ends, and at Remove and Close
 	removed     bool               // removed (unlinked, or replaced by another staged file)
 	retired     bool               // uploaded and no longer staged
+	uploadedAs  api.File           // the service's file the last upload made, while uploaded (and once retired)
 	closedFile  bool               // f is closed
 	lastSize    int64              // size and mtime as last seen, for after the file is closed
 	lastMod     time.Time
@@ -300,6 +303,15 @@ func (s *Staging) changedLocked(st *Staged) {
 	case stWaiting:
 		s.waitLocked(st)
 	}
+}
+
+// Uploaded returns the service's file st became, once st is no longer staged
+// because it was uploaded (retired): whoever showed st shows that file until
+// its folder is listed again. False while st is staged, and once removed.
+func (st *Staged) Uploaded() (api.File, bool) {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	return st.uploadedAs, st.retired
 }
 
 // Err returns the last permanent failure of the file's upload, if any (it

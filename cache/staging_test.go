@@ -907,3 +907,41 @@ func TestStagingLoadCleansUp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Uploaded tells what a staged file became once retired: the file of its
+// last upload (while it is staged, and once removed, nothing), so that the
+// mount shows the right size where the folder's listing is not cached.
+func TestStagedUploadedOnceRetired(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	tg := stagingShared("f")
+	data := testkit.RandBytes(3000, 21)
+	st := e.create(s, tg, 0, data)
+	if _, ok := st.Uploaded(); ok {
+		t.Fatal("Uploaded while pending")
+	}
+	st.OpenReader() // kept staged after its upload while read
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Flush(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Uploaded(); ok || s.Lookup(tg) != st {
+		t.Fatal("Uploaded while still staged (open)")
+	}
+	st.CloseReader() // retired now
+	f, ok := st.Uploaded()
+	want := e.want(tg, data)
+	if !ok || s.Lookup(tg) != nil || f.ID != want.ID || f.Size != int64(len(data)) || f.Name != "f" {
+		t.Fatalf("Uploaded after retirement: %+v %v; the service has id %d", f, ok, want.ID)
+	}
+
+	// Removed, not uploaded: nothing.
+	gone := e.create(s, stagingShared("g"), 0, data)
+	if err := s.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := gone.Uploaded(); ok {
+		t.Fatal("Uploaded of a removed file")
+	}
+}

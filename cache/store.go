@@ -114,7 +114,10 @@ func (s *Store) Close() error {
 }
 
 // uploaded is the one hook after an upload: the folder's cached listing gets
-// the file, and a time the user set follows it to its service id.
+// the file, and a time the user set follows it to its service id. It runs
+// before the staged copy leaves the staging (and a listing fetched from
+// before it is not cached), so whoever looks at the staging first and the
+// listing second finds the file in one or the other.
 func (s *Store) uploaded(t Target, f api.File) {
 	s.Times.Uploaded(t, f.ID, f.LastModified)
 	s.Dirs.Put(DirKey{Area: t.Area, ID: t.ParentID}, f)

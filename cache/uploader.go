@@ -68,6 +68,7 @@ func (s *Staging) run(up *upload) {
 		s.succeeded(up, res, size)
 		return
 	}
+	s.dropAbandoned(up, err)
 	if fi, serr := up.st.f.Stat(); serr == nil && size >= 0 && fi.Size() != size {
 		// The file changed under the upload (a truncation read short),
 		// its Touch not yet made: not the content's failure.
@@ -216,8 +217,9 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 	s.mu.Unlock()
 
 	s.log.WithFields(logrus.Fields{"path": up.name, "id": res.ID, "size": res.Size}).Debug("staging: uploaded")
+	f := fileOf(up.target, res, size)
 	if s.onUploaded != nil {
-		s.onUploaded(up.target, fileOf(up.target, res, size))
+		s.onUploaded(up.target, f)
 	}
 	deleted := s.deleteReplaced(up.name, toDelete)
 
@@ -231,6 +233,7 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 	st.deleteAfter = slices.DeleteFunc(st.deleteAfter, func(id int64) bool { return slices.Contains(deleted, id) })
 	if st.gen == up.gen && st.target == up.target && len(st.deleteAfter) == 0 {
 		st.state = stUploaded
+		st.uploadedAs = f
 		if st.writers == 0 && st.readers == 0 {
 			s.retireLocked(st)
 		} else {
@@ -278,6 +281,25 @@ func (s *Staging) dropUploaded(up *upload, res *api.UploadResult) {
 	s.countLocked(res)
 	s.endLocked(up)
 	s.mu.Unlock()
+}
+
+// dropAbandoned deletes the file record a failed upload made, when the file
+// was removed meanwhile: the removal cancelled the upload, maybe after the
+// service had completed it (the client seeing only the cancellation), and
+// the file the user removed must not stay on the service (a record not
+// completed is gone already: a 404 is fine). As in dropUploaded, the target
+// stays busy until then.
+func (s *Staging) dropAbandoned(up *upload, err error) {
+	id := api.UploadRecord(err)
+	s.mu.Lock()
+	removed := up.st.removed
+	s.mu.Unlock()
+	if id == 0 || !removed {
+		return
+	}
+	if err := s.deleteFile(id); err != nil && s.ctx.Err() == nil {
+		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": id}).Warn("staging: could not delete the upload of a file removed meanwhile")
+	}
 }
 
 // fileOf is the service's new file after an upload to t, as far as known.

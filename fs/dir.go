@@ -79,14 +79,19 @@ var (
 )
 
 // load returns the folder's view, from the cached listing while it is fresh.
+//
+// The staging is read before the listing, here and wherever both are: an
+// upload puts its file in the cached listing (Store.uploaded) before it
+// leaves the staging, and a listing asked for after that has it. Read the
+// other way round, a file whose upload ends in between is in neither.
 func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
-	l, err := n.fsys.Dirs.List(ctx, n.key)
-	if err != nil {
-		return nil, toErrno(n.fsys.Log, "listing "+n.Path(nil), err)
-	}
 	var pending []*cache.Staged
 	if n.fsys.Staging != nil {
 		pending = n.fsys.Staging.Pending(n.key.Area, n.key.ID)
+	}
+	l, err := n.fsys.Dirs.List(ctx, n.key)
+	if err != nil {
+		return nil, toErrno(n.fsys.Log, "listing "+n.Path(nil), err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -293,13 +298,13 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, errno
 	}
+	if n.fsys.Staging.Lookup(n.target(name)) != nil { // the staging first (load)
+		return nil, syscall.EEXIST
+	}
 	if _, ok, errno := n.existingErr(ctx, name); ok || errno != 0 {
 		if errno != 0 {
 			return nil, errno
 		}
-		return nil, syscall.EEXIST
-	}
-	if n.fsys.Staging.Lookup(n.target(name)) != nil {
 		return nil, syscall.EEXIST
 	}
 	f, err := n.fsys.Store.Mkdir(ctx, n.key, name)
@@ -393,16 +398,27 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		return syscall.EINVAL
 	}
 	r := &renaming{src: n, dst: dst, name: name, newName: newName}
+	// The staging first, then the listing (load): a file whose upload ends
+	// in between is in one or the other, never in neither, nor listed in its
+	// previous version. A staged copy found is held (as a reader) until the
+	// rename is done, so that it is not retired before it is moved.
+	st := n.fsys.Staging.Acquire(r.from(), false)
+	if st != nil {
+		defer st.CloseReader()
+	}
 	r.old, r.onService = n.existing(ctx, name)
 	if r.onService && r.old.IsDir() {
 		return syscall.EXDEV
 	}
 	if flags&renameNoreplace != 0 {
-		if _, ok := dst.existing(ctx, newName); ok || n.fsys.Staging.Lookup(r.to()) != nil {
+		if n.fsys.Staging.Lookup(r.to()) != nil {
+			return syscall.EEXIST
+		}
+		if _, ok := dst.existing(ctx, newName); ok {
 			return syscall.EEXIST
 		}
 	}
-	if st := n.fsys.Staging.Lookup(r.from()); st != nil {
+	if st != nil {
 		return r.pending(ctx, st)
 	}
 	if !r.onService {

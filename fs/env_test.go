@@ -10,10 +10,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +39,7 @@ type testEnv struct {
 	dir      string // the mount point
 	cacheDir string
 	opts     envOptions
+	hooks    *hookTransport // the client's requests, as a test may watch and hold them
 
 	server  *fuse.Server
 	store   *cache.Store
@@ -82,10 +85,53 @@ func newEnv(t *testing.T, o envOptions) *testEnv {
 	o.emu.Seed = o.seed
 	srv := emutest.Start(t, o.emu)
 	// The client signs with the service's clock, so a test may move it.
-	client := testkit.Client(t, srv, o.org, api.Options{PerPage: o.perPage, Clock: o.emu.Now})
-	e := &testEnv{t: t, srv: srv, emu: srv.Emulator, org: o.org, client: client, cacheDir: t.TempDir(), opts: o}
+	hooks := &hookTransport{base: http.DefaultTransport.(*http.Transport).Clone()}
+	client := testkit.Client(t, srv, o.org, api.Options{PerPage: o.perPage, Clock: o.emu.Now, Transport: hooks})
+	e := &testEnv{t: t, srv: srv, emu: srv.Emulator, org: o.org, client: client, cacheDir: t.TempDir(), opts: o, hooks: hooks}
 	e.mount()
 	return e
+}
+
+// hookTransport is the client's transport: a test may set a hook that sees
+// every request (API and object storage) before it is sent (answered false)
+// and again once its answer's header is in, before the client gets it
+// (answered true; the service has acted and its answer is fixed). A hook may
+// block, to hold a request at either point.
+type hookTransport struct {
+	base http.RoundTripper
+	hook atomic.Pointer[func(r *http.Request, answered bool)]
+}
+
+func (h *hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if f := h.hook.Load(); f != nil {
+		(*f)(r, false)
+	}
+	resp, err := h.base.RoundTrip(r)
+	if f := h.hook.Load(); f != nil && err == nil {
+		(*f)(r, true)
+	}
+	return resp, err
+}
+
+// setHook sets the hook (nil: none); it is removed at the end of the test.
+func (e *testEnv) setHook(f func(r *http.Request, answered bool)) {
+	if f == nil {
+		e.hooks.hook.Store(nil)
+		return
+	}
+	e.hooks.hook.Store(&f)
+	e.t.Cleanup(func() { e.hooks.hook.Store(nil) })
+}
+
+// isListing reports whether r lists folder parent of shared/.
+func isListing(r *http.Request, parent int64) bool {
+	return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/files") &&
+		r.URL.Query().Get("parent_id") == fmt.Sprint(parent)
+}
+
+// isComplete reports whether r completes an upload.
+func isComplete(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/complete")
 }
 
 // mount mounts the tree on a new mount point, with the env's cache dir.

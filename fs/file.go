@@ -72,8 +72,10 @@ func (n *fileNode) target() cache.Target {
 
 // refreshStaged returns the node's staging copy while the file is pending.
 // When that copy was uploaded (or removed), it drops it and points the node
-// at where the file went, with the record of the cached listing if there is
-// one, so that the node follows its listing again.
+// at where the file went, so that the node follows its listing again: the
+// record of the cached listing if there is one, else the file the upload
+// made (the listing may not be cached: the node must not show a size of 0
+// meanwhile, which the kernel would keep as the file's size).
 func (n *fileNode) refreshStaged() *cache.Staged {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -82,7 +84,10 @@ func (n *fileNode) refreshStaged() *cache.Staged {
 		// Uploaded (or removed): the listing now has the file.
 		t := st.Target() // where it went, wherever the node was before
 		n.parent = cache.DirKey{Area: t.Area, ID: t.ParentID}
-		n.file = api.File{Name: t.Name} // a placeholder until the listing is read
+		n.file = api.File{Name: t.Name} // removed: a placeholder until the listing is read
+		if f, ok := st.Uploaded(); ok {
+			n.file = f
+		}
 		if l, ok := n.fsys.Dirs.Cached(n.parent); ok {
 			for _, f := range l.Files {
 				if f.Name == t.Name && !f.IsDir() {

@@ -11,10 +11,11 @@ package fs
 // A node's mu guards that node's fields. It is held for memory only, and for
 // cache calls that answer from memory under the cache's own lock:
 // fileNode.refreshStaged and fileNode.target call Staging.Lookup,
-// Staged.Target and Dirs.Cached with fileNode.mu held, and dirNode.load
-// builds its view (Staged.Target) with dirNode.mu held. A node's mu is never
-// held across a request, disk I/O, or a call into go-fuse (GetChild, NewInode
-// and Path are called without it; NotifyContent is sent from a goroutine).
+// Staged.Target, Staged.Uploaded and Dirs.Cached with fileNode.mu held, and
+// dirNode.load builds its view (Staged.Target) with dirNode.mu held. A
+// node's mu is never held across a request, disk I/O, or a call into go-fuse
+// (GetChild, NewInode and Path are called without it; NotifyContent is sent
+// from a goroutine).
 //
 // fileNode.stageMu is held across I/O, on purpose. While a file is first
 // staged for writing (fileNode.stageForWriting, from open for writing and

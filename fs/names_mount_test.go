@@ -200,6 +200,22 @@ func TestWindowsNamesInShared(t *testing.T) {
 		t.Fatalf("rename: %v", err)
 	}
 	e.settle()
+	ents, err := os.ReadDir(e.path("shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, d := range ents {
+		listed[d.Name()] = true
+	}
+	for _, n := range want {
+		if n == "a:b" {
+			n = "LPT1.txt"
+		}
+		if !listed[n] {
+			t.Errorf("%q is not listed in shared/", n)
+		}
+	}
 	for i, c := range badNames {
 		if c.shared != 0 || c.machine == 0 {
 			continue

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// The model test: a seeded sequence of file operations applied to the mount
+// and to a local directory, the two compared after every round. Between
+// rounds the daemon may be remounted or SIGKILLed and restarted on the same
+// cache; at the end a new mount with an empty cache reads everything back
+// from the service. A failure prints the seed and the operations up to the
+// first difference, the shortest prefix that fails.
+//
+// ORGFS_MODEL_SEED, ORGFS_MODEL_ROUNDS, ORGFS_MODEL_WORKERS and
+// ORGFS_MODEL_FAULTS (a fault rate) tune it; make soak runs it long.
+
+type modelConfig struct {
+	seed      int64
+	rounds    int
+	perRound  int // operations per worker per round
+	workers   int
+	faultRate float64
+}
+
+func modelConfigFromEnv(t *testing.T) modelConfig {
+	c := modelConfig{seed: time.Now().UnixNano() % 1e9, rounds: 12, perRound: 12, workers: 2}
+	envInt := func(name string, p *int) {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				t.Fatalf("%s=%q: want a positive number", name, v)
+			}
+			*p = n
+		}
+	}
+	if v := os.Getenv("ORGFS_MODEL_SEED"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("ORGFS_MODEL_SEED=%q: %v", v, err)
+		}
+		c.seed = n
+	}
+	envInt("ORGFS_MODEL_ROUNDS", &c.rounds)
+	envInt("ORGFS_MODEL_OPS", &c.perRound)
+	envInt("ORGFS_MODEL_WORKERS", &c.workers)
+	if v := os.Getenv("ORGFS_MODEL_FAULTS"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f >= 1 {
+			t.Fatalf("ORGFS_MODEL_FAULTS=%q: want a fraction below 1", v)
+		}
+		c.faultRate = f
+	}
+	return c
+}
+
+// modelWorker applies its own operations to its own folder of the mount and
+// of the reference.
+type modelWorker struct {
+	id       int
+	rng      *rand.Rand
+	mnt, ref string // the worker's folder in the mount and in the reference
+	log      []string
+}
+
+var (
+	modelFiles = []string{"f0", "f1", "f2.txt", "f3 space", "f4"}
+	modelDirs  = []string{"", "d0", "d1", "d0/e"}
+)
+
+func (w *modelWorker) file() string {
+	return filepath.Join(modelDirs[w.rng.Intn(len(modelDirs))], modelFiles[w.rng.Intn(len(modelFiles))])
+}
+
+func (w *modelWorker) dir() string { return modelDirs[1+w.rng.Intn(len(modelDirs)-1)] }
+
+// data is a whole file's content: mostly small, now and then a few MiB.
+func (w *modelWorker) data() []byte {
+	if w.rng.Intn(10) == 0 {
+		return w.bytes(3 << 20)
+	}
+	return w.bytes(64 << 10)
+}
+
+// bytes is up to max random bytes.
+func (w *modelWorker) bytes(max int) []byte {
+	b := make([]byte, w.rng.Intn(max))
+	w.rng.Read(b)
+	return b
+}
+
+// step picks one operation, applies it to both trees and compares what they
+// answered. It returns a description of a difference, or "".
+func (w *modelWorker) step() string {
+	var desc string
+	var op func(root string) (string, error)
+	switch k := w.rng.Intn(11); k {
+	case 0, 1:
+		p, b := w.file(), w.data()
+		desc = fmt.Sprintf("write %s (%d bytes)", p, len(b))
+		op = func(root string) (string, error) { return "", os.WriteFile(filepath.Join(root, p), b, 0o644) }
+	case 2:
+		p, off, b := w.file(), int64(w.rng.Intn(256<<10)), w.bytes(8<<10)
+		desc = fmt.Sprintf("pwrite %s at %d (%d bytes)", p, off, len(b))
+		op = func(root string) (string, error) { return "", pwrite(filepath.Join(root, p), off, b, false) }
+	case 3:
+		p, n := w.file(), int64(w.rng.Intn(128<<10))
+		desc = fmt.Sprintf("truncate %s to %d", p, n)
+		op = func(root string) (string, error) { return "", os.Truncate(filepath.Join(root, p), n) }
+	case 4:
+		p, b := w.file(), w.bytes(4<<10)
+		desc = fmt.Sprintf("append %s (%d bytes)", p, len(b))
+		op = func(root string) (string, error) { return "", appendTo(filepath.Join(root, p), b) }
+	case 5:
+		a, b := w.file(), w.file()
+		desc = fmt.Sprintf("rename %s %s", a, b)
+		op = func(root string) (string, error) {
+			return "", os.Rename(filepath.Join(root, a), filepath.Join(root, b))
+		}
+	case 6:
+		p := w.file()
+		desc = "unlink " + p
+		op = func(root string) (string, error) { return "", os.Remove(filepath.Join(root, p)) }
+	case 7:
+		d := w.dir()
+		desc = "mkdir " + d
+		op = func(root string) (string, error) { return "", os.Mkdir(filepath.Join(root, d), 0o755) }
+	case 8:
+		d := w.dir()
+		desc = "rmdir " + d
+		op = func(root string) (string, error) { return "", syscall.Rmdir(filepath.Join(root, d)) }
+	case 9:
+		p := w.file()
+		desc = "read " + p
+		op = func(root string) (string, error) {
+			b, err := os.ReadFile(filepath.Join(root, p))
+			return string(b), err
+		}
+	default:
+		p, off, b := w.file(), int64(w.rng.Intn(64<<10)), w.bytes(8<<10)
+		desc = fmt.Sprintf("pwrite+fsync %s at %d (%d bytes), reopen and read", p, off, len(b))
+		op = func(root string) (string, error) {
+			if err := pwrite(filepath.Join(root, p), off, b, true); err != nil {
+				return "", err
+			}
+			got, err := os.ReadFile(filepath.Join(root, p))
+			return string(got), err
+		}
+	}
+	w.log = append(w.log, desc)
+	gotM, errM := op(w.mnt)
+	gotR, errR := op(w.ref)
+	if errno(errM) != errno(errR) {
+		return fmt.Sprintf("%s: the mount answered %v, a local disk %v", desc, errM, errR)
+	}
+	if gotM != gotR {
+		return fmt.Sprintf("%s: the mount read %d bytes, a local disk %d (different content)", desc, len(gotM), len(gotR))
+	}
+	return ""
+}
+
+// errno reduces an error to what a program sees of it: its errno, or
+// "none".
+func errno(err error) string {
+	if err == nil {
+		return "none"
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e.Error()
+	}
+	return err.Error()
+}
+
+func pwrite(path string, off int64, b []byte, sync bool) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		f.Close()
+		return err
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+func appendTo(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// treeDiff compares two trees: names, kinds, sizes and contents. It returns
+// the first difference, or "", and the bytes compared.
+func treeDiff(mnt, ref string) (string, int64) {
+	a, err := snapshot(mnt)
+	if err != nil {
+		return "reading the mount: " + err.Error(), 0
+	}
+	b, err := snapshot(ref)
+	if err != nil {
+		return "reading the reference: " + err.Error(), 0
+	}
+	var names []string
+	for n := range b {
+		names = append(names, n)
+	}
+	for n := range a {
+		if _, ok := b[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var verified int64
+	for _, n := range names {
+		x, inMount := a[n]
+		y, inRef := b[n]
+		switch {
+		case !inMount:
+			return fmt.Sprintf("%s is missing from the mount", n), verified
+		case !inRef:
+			return fmt.Sprintf("%s is in the mount only", n), verified
+		case x.dir != y.dir:
+			return fmt.Sprintf("%s is a folder on one side only", n), verified
+		case !bytes.Equal(x.data, y.data):
+			return fmt.Sprintf("%s differs: %d bytes in the mount, %d on a local disk", n, len(x.data), len(y.data)), verified
+		}
+		verified += int64(len(x.data))
+	}
+	return "", verified
+}
+
+type entry struct {
+	dir  bool
+	data []byte
+}
+
+func snapshot(root string) (map[string]entry, error) {
+	out := map[string]entry{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		if d.IsDir() {
+			out[rel] = entry{dir: true}
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Size() != int64(len(b)) {
+			return fmt.Errorf("%s: stat says %d bytes, reading gives %d", rel, fi.Size(), len(b))
+		}
+		out[rel] = entry{data: b}
+		return nil
+	})
+	return out, err
+}
+
+func TestModel(t *testing.T) {
+	cfg := modelConfigFromEnv(t)
+	t.Logf("seed %d: %d rounds of %d operations by %d workers, fault rate %v (ORGFS_MODEL_SEED=%d reproduces it)",
+		cfg.seed, cfg.rounds, cfg.perRound, cfg.workers, cfg.faultRate, cfg.seed)
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty, FaultSeed: cfg.seed})
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	dir, cacheDir, refRoot := t.TempDir(), t.TempDir(), t.TempDir()
+	mountArgs := []string{"--credentials", creds, "--cache-dir", cacheDir, "--write-back", "20ms", "--dir-cache-time", "1h"}
+	d := startDaemon(t, dir, mountArgs...)
+	rng := rand.New(rand.NewSource(cfg.seed))
+	workers := make([]*modelWorker, cfg.workers)
+	for i := range workers {
+		w := &modelWorker{id: i, rng: rand.New(rand.NewSource(cfg.seed + int64(i) + 1)),
+			mnt: filepath.Join(dir, "shared", fmt.Sprintf("model-%d", i)), ref: filepath.Join(refRoot, fmt.Sprintf("model-%d", i))}
+		for _, p := range []string{w.mnt, w.ref} {
+			if err := os.Mkdir(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		workers[i] = w
+	}
+	srv.Emulator.SetFaultRate(cfg.faultRate)
+	fail := func(round int, what string) {
+		t.Helper()
+		var b strings.Builder
+		for _, w := range workers {
+			fmt.Fprintf(&b, "worker %d:\n", w.id)
+			for i, op := range w.log {
+				fmt.Fprintf(&b, "  %3d %s\n", i+1, op)
+			}
+		}
+		t.Fatalf("seed %d, round %d: %s\noperations up to the first difference:\n%s\ndaemon log:\n%s", cfg.seed, round, what, b.String(), tail(d.out.String(), 40))
+	}
+	var ops, restarts, kills int
+	for round := 1; round <= cfg.rounds; round++ {
+		diffs := make([]string, len(workers))
+		var wg sync.WaitGroup
+		for i, w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range cfg.perRound {
+					if diff := w.step(); diff != "" {
+						diffs[i] = diff
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		ops += cfg.perRound * len(workers)
+		for _, diff := range diffs {
+			if diff != "" {
+				fail(round, diff)
+			}
+		}
+		if diff, _ := treeDiff(filepath.Join(dir, "shared"), refRoot); diff != "" {
+			fail(round, diff)
+		}
+		switch rng.Intn(6) {
+		case 0: // remount on the same cache
+			d.cmd.Process.Signal(os.Interrupt)
+			if code := d.wait(); code != 0 {
+				fail(round, fmt.Sprintf("unmount: exit status %d", code))
+			}
+			d = startDaemon(t, dir, mountArgs...)
+			restarts++
+			mark(workers, "-- remount")
+		case 1: // SIGKILL, then a new daemon on the same cache
+			d.cmd.Process.Kill()
+			d.wait()
+			d = startDaemon(t, dir, mountArgs...)
+			kills++
+			mark(workers, "-- SIGKILL and restart")
+		}
+		if diff, _ := treeDiff(filepath.Join(dir, "shared"), refRoot); diff != "" {
+			fail(round, "after the restart: "+diff)
+		}
+	}
+	srv.Emulator.SetFaultRate(0)
+	d.cmd.Process.Signal(os.Interrupt)
+	if code := d.wait(); code != 0 {
+		fail(cfg.rounds, fmt.Sprintf("final unmount: exit status %d", code))
+	}
+	// What the service holds, through a new mount with an empty cache.
+	d = startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--read-only")
+	diff, verified := treeDiff(filepath.Join(dir, "shared"), refRoot)
+	if diff != "" {
+		fail(cfg.rounds, "read back from the service: "+diff)
+	}
+	d.cmd.Process.Signal(os.Interrupt)
+	d.wait()
+	st := srv.Emulator.Stats()
+	t.Logf("seed %d: %d operations, %d remounts, %d SIGKILL restarts, faults injected %v, %d bytes verified from the service, 0 files lost",
+		cfg.seed, ops, restarts, kills, st.Faults, verified)
+}
+
+func mark(workers []*modelWorker, what string) {
+	for _, w := range workers {
+		w.log = append(w.log, what)
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

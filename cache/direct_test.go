@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -25,42 +24,12 @@ import (
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
-// smallDisk mounts a tmpfs of size bytes on a new directory, unmounted at
-// the end of the test, and returns the directory.
+// smallDisk mounts a tmpfs of size bytes on a new directory and returns it.
 func smallDisk(t *testing.T, size int64) string {
 	t.Helper()
-	if os.Getuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mounting a tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-	})
+	testkit.SmallDisk(t, dir, size)
 	return dir
-}
-
-// fillDisk writes a file in dir until its disk is full.
-func fillDisk(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 16<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling the disk: %v", err)
-			}
-			return
-		}
-	}
 }
 
 // rangeClient is the fake client recording the ranged GETs asked of it.
@@ -149,7 +118,7 @@ func readAll(t *testing.T, r *Reader, size int64, piece int) []byte {
 func TestReaderReadsPastAFullDisk(t *testing.T) {
 	dir := smallDisk(t, 1<<20)
 	e := newDirectEnv(t, filepath.Join(dir, "content"))
-	fillDisk(t, dir)
+	testkit.FillDisk(t, dir)
 	data := testkit.RandBytes(3<<20+123, 1) // three times the disk
 	m := e.put(t, data)
 
@@ -217,7 +186,7 @@ func TestCachedBlocksAreServedWhenTheRestCannotBe(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.ff.wg.Wait() // the read-ahead too
-	fillDisk(t, dir)
+	testkit.FillDisk(t, dir)
 	cached := int64(0)
 	for r.Handle().Has(cached / testBlock) {
 		cached += testBlock
@@ -291,7 +260,7 @@ func TestAFullDiskEvictsEntriesNotInUse(t *testing.T) {
 func TestConcurrentReadsPastTheCache(t *testing.T) {
 	dir := smallDisk(t, 1<<20)
 	e := newDirectEnv(t, filepath.Join(dir, "content"))
-	fillDisk(t, dir)
+	testkit.FillDisk(t, dir)
 	data := testkit.RandBytes(4<<20, 7)
 	m := e.put(t, data)
 	var wg sync.WaitGroup

@@ -6,9 +6,7 @@ package fs
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -16,43 +14,10 @@ import (
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
-// mountSmallDisk mounts a tmpfs of size bytes on dir, unmounted at the end
-// of the test.
-func mountSmallDisk(t *testing.T, dir string, size int64) {
-	t.Helper()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mounting a tmpfs on %s (the test runs as root): %v: %s", dir, err, out)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-	})
-}
-
-// fillDisk writes a file in dir until the disk is full.
-func fillDisk(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling the disk: %v", err)
-			}
-			return
-		}
-	}
-}
-
 func TestReadsWithAFullCacheDisk(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.unmount()
-	mountSmallDisk(t, e.cacheDir, 8<<20)
+	testkit.SmallDisk(t, e.cacheDir, 8<<20)
 	e.mount()
 
 	root := e.root(0)
@@ -98,7 +63,7 @@ func TestReadsWithAFullCacheDisk(t *testing.T) {
 		os.Remove(p)
 	}
 	e.mount()
-	fillDisk(t, e.cacheDir)
+	testkit.FillDisk(t, e.cacheDir)
 	before := e.fetcher.Stats()
 	check("with the disk full of another file")
 	st := e.fetcher.Stats()

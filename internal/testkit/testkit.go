@@ -6,10 +6,15 @@ package testkit
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"math/rand"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,4 +133,37 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// SmallDisk mounts a tmpfs of size bytes (mode 0700) on dir, unmounted at the
+// end of the test. It needs root, as the CI runs.
+func SmallDisk(t testing.TB, dir string, size int64) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a tmpfs on %s (needs root): %v: %s", dir, err, out)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+}
+
+// FillDisk writes a file in dir until its disk is full.
+func FillDisk(t testing.TB, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 16<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			return
+		}
+	}
 }

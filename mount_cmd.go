@@ -178,7 +178,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	server, err := mountTree(dir, st, o, log)
+	server, err := mountTree(dir, st, client, o, log)
 	if err != nil {
 		return err
 	}
@@ -319,9 +319,9 @@ func drainUploads(staging *cache.Staging, o mountOptions, log logrus.FieldLogger
 }
 
 // mountTree builds the tree over the stores and mounts it at dir.
-func mountTree(dir string, st *cache.Store, o mountOptions, log logrus.FieldLogger) (*fuse.Server, error) {
-	fsys := orgfs.New(orgfs.Deps{Store: st, Log: log},
-		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly})
+func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, log logrus.FieldLogger) (*fuse.Server, error) {
+	fsys := orgfs.New(orgfs.Deps{Store: st, Admin: client, Log: log},
+		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly, DirCacheTime: o.DirCacheTime})
 	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
 	if err != nil {
 		return nil, fmt.Errorf("mounting %s: %w", dir, err)

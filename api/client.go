@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,9 +330,9 @@ func (c *Client) attempt(ctx context.Context, cl call, opName, target string, bo
 
 // OpStats are the counters of one operation.
 type OpStats struct {
-	Requests int64 // HTTP requests sent (attempts, retries included)
-	Retries  int64 // attempts after the first
-	Failures int64 // calls that ended in an error (after retries)
+	Requests int64 `json:"requests"` // HTTP requests sent (attempts, retries included)
+	Retries  int64 `json:"retries"`  // attempts after the first
+	Failures int64 `json:"failures"` // calls that ended in an error (after retries)
 }
 
 // Stats is a snapshot of the client's counters.
@@ -342,6 +343,10 @@ type Stats struct {
 	// Ops holds the counters per operation, keyed like "GET /files",
 	// "POST /files/{id}/complete", "PUT object part", "GET object".
 	Ops map[string]OpStats
+	// Errors counts the calls that failed, by the service's client_code
+	// ("404", "4710"), the object store's HTTP status ("object 403"),
+	// "transport" (no answer after the retries) or "canceled".
+	Errors map[string]int64
 }
 
 type opCounters struct {
@@ -350,6 +355,7 @@ type opCounters struct {
 
 type statsRegistry struct {
 	ops       sync.Map // string → *opCounters
+	errors    sync.Map // string → *atomic.Int64, see Stats.Errors
 	bytesUp   atomic.Int64
 	bytesDown atomic.Int64
 }
@@ -362,9 +368,36 @@ func (r *statsRegistry) op(name string) *opCounters {
 	return v.(*opCounters)
 }
 
+// failed counts a call of op that ended in err.
+func (r *statsRegistry) failed(op *opCounters, err error) {
+	op.failures.Add(1)
+	key := "transport"
+	var e *Error
+	var oe *ObjectError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && !IsStall(err):
+		key = "canceled"
+	case errors.As(err, &e) && e.Code != 0:
+		key = strconv.Itoa(e.Code)
+	case errors.As(err, &e) && e.HTTPStatus != 0:
+		key = strconv.Itoa(e.HTTPStatus)
+	case errors.As(err, &oe):
+		key = "object " + strconv.Itoa(oe.HTTPStatus)
+	}
+	v, ok := r.errors.Load(key)
+	if !ok {
+		v, _ = r.errors.LoadOrStore(key, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
 // Stats returns a snapshot of the client's counters.
 func (c *Client) Stats() Stats {
-	s := Stats{Ops: map[string]OpStats{}, BytesUploaded: c.stats.bytesUp.Load(), BytesDownloaded: c.stats.bytesDown.Load()}
+	s := Stats{Ops: map[string]OpStats{}, Errors: map[string]int64{}, BytesUploaded: c.stats.bytesUp.Load(), BytesDownloaded: c.stats.bytesDown.Load()}
+	c.stats.errors.Range(func(k, v any) bool {
+		s.Errors[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
 	c.stats.ops.Range(func(k, v any) bool {
 		oc := v.(*opCounters)
 		o := OpStats{Requests: oc.requests.Load(), Retries: oc.retries.Load(), Failures: oc.failures.Load()}

@@ -465,6 +465,9 @@ type BundleRequest struct {
 	// it grows by half each poll up to MaxPollInterval (default 5s).
 	PollInterval    time.Duration
 	MaxPollInterval time.Duration
+	// OnJob, when set, is told the job's id as soon as the service gave it
+	// (before the job is done), so that callers can show or abort it.
+	OnJob func(id int64)
 }
 
 // Bundle creates a download job (POST /files/download), polls it with
@@ -483,6 +486,9 @@ func (c *Client) Bundle(ctx context.Context, req BundleRequest) (io.ReadCloser, 
 	var job *DownloadJob
 	switch {
 	case link.DownloadID != 0:
+		if req.OnJob != nil {
+			req.OnJob(link.DownloadID)
+		}
 		if job, err = c.waitDownload(ctx, link.DownloadID, req); err != nil {
 			return nil, job, err
 		}

@@ -156,7 +156,7 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 	var out outcome
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			st.failures.Add(1)
+			c.stats.failed(st, err)
 			return out, err
 		}
 		out.attempts = attempt
@@ -166,7 +166,7 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 			return out, nil
 		}
 		if ctx.Err() != nil {
-			st.failures.Add(1)
+			c.stats.failed(st, ctx.Err())
 			return out, ctx.Err()
 		}
 		retry := retryable(policy, err)
@@ -174,7 +174,7 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 			retry, authRetried = true, true
 		}
 		if !retry || attempt >= c.opts.MaxAttempts {
-			st.failures.Add(1)
+			c.stats.failed(st, err)
 			return out, err
 		}
 		wait := c.backoff(attempt)
@@ -182,7 +182,7 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 			wait = ra
 		}
 		if time.Since(start)+wait > c.opts.MaxRetryTime {
-			st.failures.Add(1)
+			c.stats.failed(st, err)
 			return out, err
 		}
 		if !unsent(err) {
@@ -194,7 +194,7 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			st.failures.Add(1)
+			c.stats.failed(st, ctx.Err())
 			return out, ctx.Err()
 		case <-t.C:
 		}

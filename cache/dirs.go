@@ -223,6 +223,14 @@ func (d *Dirs) DropAll() {
 	d.mu.Unlock()
 }
 
+// DropSeats forgets the computer list (a change made through .ctl).
+func (d *Dirs) DropSeats() {
+	d.mu.Lock()
+	d.seats = nil
+	d.gen++
+	d.mu.Unlock()
+}
+
 // Put adds a file the mount itself created or changed to its folder's
 // cached listing (replacing an entry of the same id or name), so the change
 // shows at once without a new listing. A folder not cached is left alone: its

@@ -375,6 +375,28 @@ func (s *Staging) Remove(st *Staged) error {
 	return nil
 }
 
+// ErrNotFailed is the error of Discard for a path with no failed upload.
+var ErrNotFailed = errors.New("no failed upload has this path")
+
+// Discard gives up the failed upload of the file at path (as .ctl/uploads
+// shows it): its staged copy is deleted and nothing is sent or deleted on
+// the service. Only a failed upload can be discarded; any other state is
+// ErrNotFailed (it is still on its way).
+func (s *Staging) Discard(path string) (Target, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.sortedLocked() {
+		if st.state != stFailed || (st.path != path && st.target.String() != path) {
+			continue
+		}
+		t := st.target
+		s.log.WithField("file", st.nameLocked()).Warn("staging: failed upload discarded on request; its content is deleted")
+		s.removeLocked(st, false)
+		return t, nil
+	}
+	return Target{}, fmt.Errorf("%w: %q", ErrNotFailed, path)
+}
+
 // removeLocked takes st out of the staging: cancels its upload, deletes its
 // files, and (when deleteRest) the service files it was to delete after
 // its upload.

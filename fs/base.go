@@ -68,6 +68,7 @@ const (
 	inoShared     = 2
 	inoComputers  = 3
 	inoRecordings = 4
+	inoCtl        = 5
 )
 
 func fileIno(id int64) uint64    { return 1<<40 + uint64(id) }

@@ -152,8 +152,8 @@ func (e *testEnv) mount() {
 		t.Fatal(err)
 	}
 	e.store, e.content, e.bundler, e.fetcher, e.dirs, e.staging = store, store.Content, store.Bundler, store.Fetcher, store.Dirs, store.Staging
-	fsys := New(Deps{Store: store, Log: testkit.Log(t)},
-		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: e.opts.readOnly})
+	fsys := New(Deps{Store: store, Admin: e.client, Log: testkit.Log(t)},
+		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: e.opts.readOnly, DirCacheTime: e.opts.dirTTL})
 	e.dir = t.TempDir()
 	e.server, err = Mount(e.dir, fsys, MountOptions{})
 	if err != nil {

@@ -38,7 +38,10 @@ func toErrno(log logrus.FieldLogger, what string, err error) syscall.Errno {
 	return errno
 }
 
-// codeErrno maps a service client_code to an errno.
+// codeErrno maps a service client_code to an errno: 404 ENOENT; 401, 403,
+// 4710 EACCES; 480 EDQUOT; 482 EIO; a computer or image in the wrong state
+// EBUSY; 4510 EFBIG; 4716 EALREADY; any other 4xx (and 4xxx) EINVAL; the
+// rest EIO.
 func codeErrno(code int) syscall.Errno {
 	switch code {
 	case api.CodeNotFound, api.CodeDownloadTargetNotFound, api.CodeFileCountMismatch, api.CodeSeatNotFound:
@@ -49,17 +52,22 @@ func codeErrno(code int) syscall.Errno {
 		return syscall.ENOSPC
 	case api.CodeFileExists:
 		return syscall.EEXIST
-	case api.CodeBadRequest, api.CodeDownloadSelectorInvalid, api.CodeDirectoryEmpty:
-		return syscall.EINVAL
 	case api.CodeImageBuilding, api.CodeComputerNotStopped, api.CodeImageBeingCreated, api.CodeNotAssignable,
-		api.CodeDownloadNotAbortable, api.CodeComputerNotReady, api.CodeDiskResizing, api.CodeImageNotAvailable:
+		api.CodeComputerNotReady, api.CodeDiskResizing, api.CodeImageNotAvailable:
 		return syscall.EBUSY
+	case api.CodeDownloadNotAbortable:
+		return syscall.EALREADY
 	case api.CodeImageTooLarge:
 		return syscall.EFBIG
 	case api.CodeInsufficientBalance:
 		return syscall.EDQUOT
 	case api.CodeTooManyRequests, api.CodeCloudCapacity:
 		return syscall.EAGAIN
+	case api.CodeBalanceOperationFailed, api.CodeSizeMismatch, api.CodeDownloadURLFailed:
+		return syscall.EIO // the service failed, not the request
+	}
+	if (code >= 400 && code < 500) || (code >= 4000 && code < 5000) {
+		return syscall.EINVAL
 	}
 	return syscall.EIO
 }

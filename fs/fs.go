@@ -48,6 +48,9 @@ type Options struct {
 	Umask       uint32        // taken from 0777 (dirs) and 0666 (files); default 022
 	ReadOnly    bool          // refuse every change (recordings/ always does)
 	AttrTimeout time.Duration // how long the kernel keeps entries and attributes; default 1s
+	// DirCacheTime is how long the values control files show are kept
+	// (like listings); default 30s.
+	DirCacheTime time.Duration
 }
 
 // Deps are the parts of the daemon a mount uses.
@@ -55,7 +58,9 @@ type Deps struct {
 	// Store holds the caches (its Staging is nil on a read-only mount) and
 	// makes every change through them.
 	*cache.Store
-	Log logrus.FieldLogger
+	// Admin is the service's management interface behind .ctl (nil: no .ctl).
+	Admin Admin
+	Log   logrus.FieldLogger
 }
 
 // FS is what every node of the mount shares.
@@ -63,6 +68,7 @@ type FS struct {
 	Deps
 	opts  Options
 	start time.Time
+	ctl   *ctlState
 }
 
 // New makes the tree of a mount.
@@ -70,7 +76,10 @@ func New(deps Deps, opts Options) *FS {
 	if opts.AttrTimeout <= 0 {
 		opts.AttrTimeout = time.Second
 	}
-	return &FS{Deps: deps, opts: opts, start: time.Now()}
+	if opts.DirCacheTime <= 0 {
+		opts.DirCacheTime = 30 * time.Second
+	}
+	return &FS{Deps: deps, opts: opts, start: time.Now(), ctl: newCtlState(opts.DirCacheTime)}
 }
 
 // Root returns the root node of the mount.

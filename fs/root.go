@@ -32,6 +32,9 @@ func (n *rootNode) OnAdd(ctx context.Context) {
 	add("shared", n.fsys.newDirNode(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, time.Time{}), inoShared)
 	add("computers", &computersNode{node: node{fsys: n.fsys}}, inoComputers)
 	add("recordings", n.fsys.newDirNode(cache.DirKey{Area: cache.Area{Kind: cache.Recordings}}, time.Time{}), inoRecordings)
+	if n.fsys.Admin != nil {
+		add(ctlName, n.fsys.ctlRoot(), inoCtl)
+	}
 }
 
 func (n *rootNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -50,11 +53,15 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 }
 
 func (n *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
-	return gofs.NewListDirStream([]fuse.DirEntry{
+	es := []fuse.DirEntry{
 		{Name: "shared", Mode: syscall.S_IFDIR, Ino: inoShared},
 		{Name: "computers", Mode: syscall.S_IFDIR, Ino: inoComputers},
 		{Name: "recordings", Mode: syscall.S_IFDIR, Ino: inoRecordings},
-	}), 0
+	}
+	if n.fsys.Admin != nil {
+		es = append(es, fuse.DirEntry{Name: ctlName, Mode: syscall.S_IFDIR, Ino: inoCtl})
+	}
+	return gofs.NewListDirStream(es), 0
 }
 
 // Create refuses: the root holds only the fixed folders.

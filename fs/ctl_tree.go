@@ -1,0 +1,331 @@
+package fs
+
+// The top of the control tree: .ctl/ and the files that are not about one
+// computer, image or day (usage, software, seats, downloads).
+//
+// Locks: none of its own (see ctl.go).
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"io"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
+)
+
+// Admin is what .ctl asks of the service: the management methods of
+// *api.Client.
+type Admin interface {
+	Usage(ctx context.Context) (*api.AccountUsage, error)
+	MachineUsage(ctx context.Context, machineID int64) (*api.MachineUsage, error)
+	AssignUsage(ctx context.Context, machineID, minutes int64) (*api.AssignResult, error)
+	RetrieveUsage(ctx context.Context, machineID, minutes int64) (*api.RetrieveResult, error)
+	Software(ctx context.Context) (*api.SoftwareCatalog, error)
+
+	Seats(ctx context.Context, query string) iter.Seq2[api.Seat, error]
+	CreateSeats(ctx context.Context, req api.CreateSeatsRequest) (*api.CreateSeatsResult, error)
+	StartMachine(ctx context.Context, machineID int64, opts api.StartOptions) error
+	StopMachine(ctx context.Context, machineID int64, gracefully bool) error
+	ResetMachine(ctx context.Context, machineID int64) error
+	AccessLink(ctx context.Context, machineID int64, expiresInMinutes int) (*api.AccessLink, error)
+	MachineTypes(ctx context.Context, machineID int64) ([]api.MachineType, error)
+	SetMachineType(ctx context.Context, machineID, machineTypeID int64) error
+	ListContent(ctx context.Context, machineID int64, path string) ([]api.ContentEntry, error)
+	MachineFiles(ctx context.Context, machineID int64, req api.ListFilesRequest) *api.FileList
+
+	Images(ctx context.Context, query string) iter.Seq2[api.Image, error]
+	CreateImage(ctx context.Context, machineID int64, name string) (*api.Image, error)
+	InstallImage(ctx context.Context, req api.InstallImageRequest) (*api.Image, error)
+	AssignImage(ctx context.Context, imageID int64, machineIDs []int64) error
+	DeleteImage(ctx context.Context, id int64) error
+
+	UserActionLogs(ctx context.Context, req api.LogsRequest) (*api.Logs, error)
+
+	Bundle(ctx context.Context, req api.BundleRequest) (io.ReadCloser, *api.DownloadJob, error)
+	DownloadStatus(ctx context.Context, id int64, generateURL bool) (*api.DownloadJob, error)
+	AbortDownload(ctx context.Context, id int64) error
+
+	Stats() api.Stats
+}
+
+var _ Admin = (*api.Client)(nil)
+
+// ctlName is the control tree's folder in the mount's root.
+const ctlName = ".ctl"
+
+//go:embed ctl_readme.txt
+var ctlReadme []byte
+
+// ctlRoot is .ctl/.
+func (f *FS) ctlRoot() gofs.InodeEmbedder {
+	const dir = ctlName
+	refresh := &ctlAction{name: "refresh", parse: func(string) (ctlRun, error) {
+		return ctlRun{what: "every cached listing and value", run: func(context.Context) (any, error) {
+			f.refreshAll()
+			return nil, nil
+		}}, nil
+	}}
+	es := []ctlEntry{
+		f.ctlLiveEntry(dir, "README", 0o444, func(context.Context) ([]byte, error) { return ctlReadme, nil }, nil),
+		f.ctlFileEntry(dir, "usage", 0o444, jsonRead(f.Admin.Usage), nil),
+		f.ctlFileEntry(dir, "software", 0o444, jsonRead(f.Admin.Software), nil),
+		f.ctlFileEntry(dir, "seats", 0o644, jsonRead(f.seatList), f.seatsAction()),
+		f.ctlDirEntry(dir, "machines", f.machinesList, nil),
+		f.ctlDirEntry(dir, "images", f.imagesList, nil),
+		f.ctlDirEntry(dir, "logs", f.logsList(dir+"/logs", api.LogsRequest{}), nil),
+		f.ctlDirEntry(dir, "downloads", f.downloadsList, f.downloadFind),
+		f.ctlLiveEntry(dir, "uploads", 0o644, f.uploadsRead, f.uploadsAction()),
+		f.ctlLiveEntry(dir, "stats", 0o444, jsonRead(f.stats), nil),
+		f.ctlFileEntry(dir, "refresh", 0o200, nil, refresh),
+		f.ctlResultEntry(dir),
+	}
+	return &ctlDir{node: node{fsys: f}, path: dir, list: func(context.Context) ([]ctlEntry, error) { return es, nil }}
+}
+
+// refreshAll drops every cached listing and control value.
+func (f *FS) refreshAll() {
+	f.Dirs.DropAll()
+	f.ctl.refresh()
+}
+
+// changed is called after every action: the values it may have moved are
+// read again (the computer list with its statuses, images, usage).
+func (f *FS) changed() {
+	f.Dirs.DropSeats()
+	f.ctl.memo.drop()
+}
+
+// seatList is every computer, every page, kept like listings (a second
+// only while one of them changes state).
+func (f *FS) seatList(ctx context.Context) ([]api.Seat, error) {
+	l, err := memoGet(ctx, f.ctl.memo, "seats", func(ctx context.Context) (seatsInMotion, error) {
+		seats, err := api.Collect(f.Admin.Seats(ctx, ""))
+		if seats == nil && err == nil {
+			seats = []api.Seat{}
+		}
+		return seats, err
+	})
+	return l, err
+}
+
+// seatsInMotion is a computer list, moving while any computer changes state.
+type seatsInMotion []api.Seat
+
+func (l seatsInMotion) moving() bool {
+	for _, s := range l {
+		switch s.FriendlyStatus {
+		case api.SeatOff, api.SeatReady:
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// seatsAction is a write to .ctl/seats: a JSON body for POST /seats.
+func (f *FS) seatsAction() *ctlAction {
+	return &ctlAction{name: "seats create", json: true, parse: func(in string) (ctlRun, error) {
+		var req api.CreateSeatsRequest
+		if err := strictJSON(in, &req); err != nil {
+			return ctlRun{}, err
+		}
+		switch {
+		case req.SeatPlanID <= 0:
+			return ctlRun{}, refuse(syscall.EINVAL, "seat_plan_id must be a positive plan id")
+		case req.Quantity <= 0:
+			return ctlRun{}, refuse(syscall.EINVAL, "quantity must be a positive number of computers")
+		}
+		return ctlRun{what: strconv.Itoa(req.Quantity) + " of plan " + strconv.FormatInt(req.SeatPlanID, 10), run: func(ctx context.Context) (any, error) {
+			defer f.changed()
+			res, err := f.Admin.CreateSeats(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return res.Seats, nil
+		}}, nil
+	}}
+}
+
+// strictJSON decodes one JSON object into v, refusing unknown fields, wrong
+// types and trailing data (EINVAL with the reason).
+func strictJSON(in string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(in))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return refuse(syscall.EINVAL, "not the JSON expected: %v", err)
+	}
+	if dec.More() {
+		return refuse(syscall.EINVAL, "one JSON object expected, more follows")
+	}
+	return nil
+}
+
+// ctlStats is .ctl/stats.
+type ctlStats struct {
+	Requests  map[string]api.OpStats `json:"requests"` // by endpoint
+	Errors    map[string]int64       `json:"errors"`   // failed calls by client_code
+	BytesUp   int64                  `json:"bytes_up"`
+	BytesDown int64                  `json:"bytes_down"`
+	Cache     struct {
+		Bytes     int64   `json:"bytes"`
+		MaxBytes  int64   `json:"max_bytes"`
+		Files     int     `json:"files"`
+		Evictions int64   `json:"evictions"`
+		HitRate   float64 `json:"listing_hit_rate"` // listings answered from the cache
+	} `json:"cache"`
+	Reads struct {
+		RangeRequests int64 `json:"range_requests"`
+		ReadAhead     int64 `json:"read_ahead_requests"`
+		BytesFetched  int64 `json:"bytes_fetched"`
+		BytesDirect   int64 `json:"bytes_past_cache"`
+	} `json:"reads"`
+	Bundles struct {
+		Jobs      int64 `json:"jobs"`
+		Completed int64 `json:"completed"`
+		Failed    int64 `json:"failed"`
+		Aborted   int64 `json:"aborted"`
+		Files     int64 `json:"files"`
+		Disabled  bool  `json:"disabled"` // the organization cannot bundle (4710)
+	} `json:"bundles"`
+	Uploads struct {
+		Pending     int   `json:"pending"`
+		InFlight    int   `json:"in_flight"`
+		Failed      int   `json:"failed"`
+		Uploaded    int64 `json:"uploaded"`
+		Bytes       int64 `json:"bytes"`
+		StagedBytes int64 `json:"staged_bytes"`
+	} `json:"uploads"`
+}
+
+func (f *FS) stats(context.Context) (*ctlStats, error) {
+	var s ctlStats
+	as := f.Admin.Stats()
+	s.Requests, s.Errors, s.BytesUp, s.BytesDown = as.Ops, as.Errors, as.BytesUploaded, as.BytesDownloaded
+	if f.Content != nil {
+		cs := f.Content.Stats()
+		s.Cache.Bytes, s.Cache.MaxBytes, s.Cache.Files, s.Cache.Evictions = cs.Used, cs.MaxSize, cs.Entries, cs.Evictions
+	}
+	ds := f.Dirs.Stats()
+	if total := ds.Hits + ds.Listings + ds.SeatLists; total > 0 {
+		s.Cache.HitRate = float64(ds.Hits) / float64(total)
+	}
+	if f.Fetcher != nil {
+		fs := f.Fetcher.Stats()
+		s.Reads.RangeRequests, s.Reads.ReadAhead, s.Reads.BytesFetched, s.Reads.BytesDirect = fs.RangeRequests, fs.AheadFetches, fs.BytesFetched, fs.BytesDirect
+	}
+	if f.Bundler != nil {
+		bs := f.Bundler.Stats()
+		s.Bundles.Jobs, s.Bundles.Completed, s.Bundles.Failed, s.Bundles.Aborted, s.Bundles.Files, s.Bundles.Disabled =
+			bs.Jobs, bs.Completed, bs.Failed, bs.Aborted, bs.Files, bs.Disabled
+	}
+	if f.Staging != nil {
+		ss := f.Staging.Stats()
+		s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed = ss.Pending, ss.Uploading, ss.Failed
+		s.Uploads.Uploaded, s.Uploads.Bytes, s.Uploads.StagedBytes = ss.Uploaded, ss.Bytes, ss.StagedBytes
+	}
+	return &s, nil
+}
+
+// uploadsRead is .ctl/uploads: one line per staged file.
+func (f *FS) uploadsRead(context.Context) ([]byte, error) {
+	var b bytes.Buffer
+	if f.Staging != nil {
+		for _, e := range f.Staging.Entries() {
+			b.WriteString(e.String())
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// uploadsAction is a write to .ctl/uploads: "retry", or "discard PATH" for
+// a failed upload.
+func (f *FS) uploadsAction() *ctlAction {
+	return &ctlAction{name: "uploads", parse: func(in string) (ctlRun, error) {
+		word, rest, _ := strings.Cut(in, " ")
+		switch {
+		case f.Staging == nil:
+			return ctlRun{}, refuse(syscall.EROFS, "the mount is read-only: nothing is uploaded")
+		case in == "retry":
+			return ctlRun{what: "retry", run: func(context.Context) (any, error) {
+				f.Staging.Retry()
+				return nil, nil
+			}}, nil
+		case word == "discard" && strings.TrimSpace(rest) != "":
+			path := strings.TrimSpace(rest)
+			return ctlRun{what: "discard " + path, run: func(context.Context) (any, error) {
+				t, err := f.Staging.Discard(path)
+				if err != nil {
+					return nil, refuse(syscall.ENOENT, "%v (only a failed upload can be discarded; see .ctl/uploads)", err)
+				}
+				f.Dirs.Drop(cache.DirKey{Area: t.Area, ID: t.ParentID})
+				return nil, nil
+			}}, nil
+		}
+		return ctlRun{}, refuse(syscall.EINVAL, "write retry, or discard PATH (a failed upload, as listed)")
+	}}
+}
+
+// downloadsList is .ctl/downloads/: the download jobs this mount started.
+func (f *FS) downloadsList(context.Context) ([]ctlEntry, error) {
+	f.ctl.mu.Lock()
+	ids := make([]int64, 0, len(f.ctl.jobs))
+	for id := range f.ctl.jobs {
+		ids = append(ids, id)
+	}
+	f.ctl.mu.Unlock()
+	slices.Sort(ids)
+	es := make([]ctlEntry, 0, len(ids)+1)
+	for _, id := range ids {
+		es = append(es, f.downloadEntry(id))
+	}
+	return append(es, f.ctlResultEntry(ctlName+"/downloads")), nil
+}
+
+// downloadFind answers any job id of the organization.
+func (f *FS) downloadFind(ctx context.Context, name string) (*ctlEntry, error) {
+	id, err := strconv.ParseInt(name, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != name {
+		return nil, nil
+	}
+	if _, err := f.Admin.DownloadStatus(ctx, id, false); err != nil {
+		return nil, err
+	}
+	e := f.downloadEntry(id)
+	return &e, nil
+}
+
+// downloadEntry is downloads/<id>: the job's record (with its presigned
+// URL, hence 0600); write abort to cancel it.
+func (f *FS) downloadEntry(id int64) ctlEntry {
+	const dir = ctlName + "/downloads"
+	abort := &ctlAction{name: "abort", parse: func(in string) (ctlRun, error) {
+		if in != "abort" {
+			return ctlRun{}, refuse(syscall.EINVAL, "write abort to cancel download %d", id)
+		}
+		return ctlRun{what: "download " + strconv.FormatInt(id, 10), run: func(ctx context.Context) (any, error) {
+			return nil, f.Admin.AbortDownload(ctx, id)
+		}}, nil
+	}}
+	return f.ctlFileEntry(dir, strconv.FormatInt(id, 10), 0o600, jsonRead(func(ctx context.Context) (*api.DownloadJob, error) {
+		return f.Admin.DownloadStatus(ctx, id, true)
+	}), abort)
+}
+
+// noteJob remembers a download job this mount started, for downloads/.
+func (f *FS) noteJob(id int64) {
+	f.ctl.mu.Lock()
+	f.ctl.jobs[id] = time.Now()
+	f.ctl.mu.Unlock()
+}

@@ -361,6 +361,11 @@ func (n *ctlDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 	}
 	ch := n.NewInode(ctx, found.make(), gofs.StableAttr{Mode: found.mode, Ino: ctlIno(n.path + "/" + name)})
 	entryAttr(ctx, ch, out)
+	// The kernel keeps no control entry: an image deleted or a computer
+	// created shows at once, and every stat asks (answered from memory).
+	// (Zero would mean go-fuse's default; a nanosecond is expired at once.)
+	out.SetEntryTimeout(time.Nanosecond)
+	out.SetAttrTimeout(time.Nanosecond)
 	return ch, 0
 }
 
@@ -400,6 +405,7 @@ type ctlAction struct {
 	json  bool   // the input is one JSON value (complete when it parses), else one line
 	parse func(in string) (ctlRun, error)
 	also  string // another folder whose result shows the outcome too (images/ for an image's actions)
+	ends  bool   // success removes the file's folder (an image deleted): the kernel forgets it at once
 }
 
 // ctlRun performs a parsed action. what describes it for the result and the
@@ -533,12 +539,27 @@ func (n *ctlFile) perform(ctx context.Context, in []byte) syscall.Errno {
 	if errno == 0 {
 		res.Record = record
 		n.fsys.Log.WithField("action", action).Info("ctl: done")
+		if a.ends {
+			n.forgetFolder()
+		}
 	}
 	n.folder.record(res)
 	if a.also != "" {
 		n.fsys.ctl.folder(a.also).record(res)
 	}
 	return errno
+}
+
+// forgetFolder tells the kernel that the file's folder is gone, so that no
+// cached entry shows it (sent from a goroutine: never from inside a request).
+func (n *ctlFile) forgetFolder() {
+	_, dir := n.Parent()
+	if dir == nil {
+		return
+	}
+	if folder, parent := dir.Parent(); parent != nil {
+		go parent.NotifyEntry(folder)
+	}
 }
 
 // ctlHandle is an open control file: the content read at open, and the

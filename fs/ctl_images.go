@@ -185,7 +185,7 @@ func (f *FS) assignImageAction(id int64) *ctlAction {
 
 // deleteImageAction is images/<id>/delete: the word delete.
 func (f *FS) deleteImageAction(id int64) *ctlAction {
-	return &ctlAction{name: "delete", also: ctlName + "/images", parse: func(in string) (ctlRun, error) {
+	return &ctlAction{name: "delete", also: ctlName + "/images", ends: true, parse: func(in string) (ctlRun, error) {
 		if in != "delete" {
 			return ctlRun{}, refuse(syscall.EINVAL, "write the word delete to delete image %d", id)
 		}

@@ -85,10 +85,10 @@ func (e *testEnv) result(dir ...string) ctlResult {
 }
 
 // refused checks that writing s fails with want, says why in the folder's
-// result and sends no request.
+// result and, for bad input, sends no request that could act.
 func (e *testEnv) refused(want syscall.Errno, s string, parts ...string) ctlResult {
 	e.t.Helper()
-	before := e.apiRequests()
+	before := e.actingRequests()
 	err := e.write(s, parts...)
 	if !errors.Is(err, want) {
 		e.t.Fatalf("writing %q to .ctl/%s: %v, want %v", s, strings.Join(parts, "/"), err, want)
@@ -98,11 +98,22 @@ func (e *testEnv) refused(want syscall.Errno, s string, parts ...string) ctlResu
 		e.t.Errorf("result after %q: %+v, want errno %s and a reason", s, r, errnoName(want))
 	}
 	if want == syscall.EINVAL {
-		if n := e.apiRequests() - before; n != 0 {
+		if n := e.actingRequests() - before; n != 0 {
 			e.t.Errorf("refusing %q sent %d requests", s, n)
 		}
 	}
 	return r
+}
+
+// actingRequests counts the requests answered that are not reads.
+func (e *testEnv) actingRequests() int64 {
+	var n int64
+	for route, c := range e.emu.Stats().Requests {
+		if !strings.HasPrefix(route, "GET ") && route != "POST /machines/{id}/list-content" {
+			n += c
+		}
+	}
+	return n
 }
 
 // seat returns computer id as the service has it now.
@@ -159,16 +170,7 @@ func TestCtlReadingChangesNothing(t *testing.T) {
 	e := ctlEnv(t, envOptions{})
 	fx := e.emu.Fixtures(e.org)
 	before := e.serviceState()
-	posts := func() int64 {
-		var n int64
-		for route, c := range e.emu.Stats().Requests {
-			if !strings.HasPrefix(route, "GET ") && route != "POST /machines/{id}/list-content" {
-				n += c
-			}
-		}
-		return n
-	}
-	p0 := posts()
+	p0 := e.actingRequests()
 	for round := range 2 {
 		cmd := exec.Command("find", ".ctl", "-type", "f", "-exec", "cat", "{}", "+")
 		cmd.Dir = e.dir
@@ -185,7 +187,7 @@ func TestCtlReadingChangesNothing(t *testing.T) {
 	if got := e.serviceState(); got != before {
 		t.Errorf("reading every control file changed the service:\nbefore %s\nafter  %s", before, got)
 	}
-	if n := posts() - p0; n != 0 {
+	if n := e.actingRequests() - p0; n != 0 {
 		t.Errorf("reading sent %d requests that are not reads", n)
 	}
 	// The running computer's live/ was walked.

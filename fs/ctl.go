@@ -406,6 +406,8 @@ type ctlAction struct {
 	parse func(in string) (ctlRun, error)
 	also  string // another folder whose result shows the outcome too (images/ for an image's actions)
 	ends  bool   // success removes the file's folder (an image deleted): the kernel forgets it at once
+	// anything: any input, even an empty line, is the action (refresh)
+	anything bool
 }
 
 // ctlRun performs a parsed action. what describes it for the result and the
@@ -613,22 +615,26 @@ func (h *ctlHandle) Write(ctx context.Context, data []byte, off int64) (uint32, 
 }
 
 func (h *ctlHandle) complete() bool {
+	a := h.f.act
 	t := bytes.TrimSpace(h.buf)
-	if len(t) == 0 {
+	switch {
+	case a.anything:
+		return len(h.buf) > 0
+	case a.json && len(t) == 0:
 		return false
-	}
-	if h.f.act.json {
+	case a.json:
 		// Complete when it parses, or when it is already wrong whatever
 		// follows (a syntax error before the end): refused now.
 		var v any
 		err := json.Unmarshal(t, &v)
 		var se *json.SyntaxError
 		return err == nil || (errors.As(err, &se) && se.Offset < int64(len(t)))
+	case bytes.HasSuffix(h.buf, []byte("\n")):
+		return true // a line, even an empty one (refused: no word)
+	case len(t) == 0:
+		return false
 	}
-	if bytes.HasSuffix(h.buf, []byte("\n")) {
-		return true
-	}
-	_, err := h.f.act.parse(string(t))
+	_, err := a.parse(string(t))
 	return err == nil
 }
 
@@ -637,8 +643,7 @@ func (h *ctlHandle) complete() bool {
 func (h *ctlHandle) Flush(ctx context.Context) syscall.Errno {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(bytes.TrimSpace(h.buf)) == 0 {
-		h.buf = nil
+	if len(h.buf) == 0 {
 		return 0
 	}
 	in := h.buf

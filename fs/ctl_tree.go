@@ -70,7 +70,7 @@ var ctlReadme []byte
 // ctlRoot is .ctl/.
 func (f *FS) ctlRoot() gofs.InodeEmbedder {
 	const dir = ctlName
-	refresh := &ctlAction{name: "refresh", parse: func(string) (ctlRun, error) {
+	refresh := &ctlAction{name: "refresh", anything: true, parse: func(string) (ctlRun, error) {
 		return ctlRun{what: "every cached listing and value", run: func(context.Context) (any, error) {
 			f.refreshAll()
 			return nil, nil
@@ -270,6 +270,7 @@ func (f *FS) uploadsAction() *ctlAction {
 					return nil, refuse(syscall.ENOENT, "%v (only a failed upload can be discarded; see .ctl/uploads)", err)
 				}
 				f.Dirs.Drop(cache.DirKey{Area: t.Area, ID: t.ParentID})
+				f.forgetPath(path)
 				return nil, nil
 			}}, nil
 		}

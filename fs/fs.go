@@ -33,6 +33,7 @@ package fs
 
 import (
 	"os"
+	"strings"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -69,6 +70,7 @@ type FS struct {
 	opts  Options
 	start time.Time
 	ctl   *ctlState
+	root  *rootNode // set by Root
 }
 
 // New makes the tree of a mount.
@@ -83,7 +85,26 @@ func New(deps Deps, opts Options) *FS {
 }
 
 // Root returns the root node of the mount.
-func (f *FS) Root() gofs.InodeEmbedder { return &rootNode{node: node{fsys: f}} }
+func (f *FS) Root() gofs.InodeEmbedder {
+	f.root = &rootNode{node: node{fsys: f}}
+	return f.root
+}
+
+// forgetPath tells the kernel to drop its entry of the mount's path p (as
+// "shared/a/b.txt"), when the kernel has one (sent from a goroutine).
+func (f *FS) forgetPath(p string) {
+	if f.root == nil {
+		return
+	}
+	dir := &f.root.Inode
+	parts := strings.Split(p, "/")
+	for _, name := range parts[:len(parts)-1] {
+		if dir = dir.GetChild(name); dir == nil {
+			return
+		}
+	}
+	go dir.NotifyEntry(parts[len(parts)-1])
+}
 
 // MountOptions are how the tree is mounted.
 type MountOptions struct {
@@ -116,6 +137,7 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 		UID:             f.opts.UID,
 		GID:             f.opts.GID,
 		RootStableAttr:  &gofs.StableAttr{Ino: inoRoot},
+		NullPermissions: true, // a mode of 0 (a write-only control file on a read-only mount) stays 0
 	}
 	// The kernel checks permissions against the modes and owners shown, so
 	// --allow-other does not open every file to every user.

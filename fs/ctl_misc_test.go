@@ -1,0 +1,207 @@
+package fs
+
+// Tests of .ctl beyond computers and images: task bundles and download jobs,
+// the upload queue, stats, refresh, permissions, read-only mounts, and an
+// organization without permission or feature.
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+func TestCtlTaskBundleAndDownloads(t *testing.T) {
+	e := ctlEnv(t, envOptions{})
+	fx := e.emu.Fixtures(e.org)
+	m := fmt.Sprint(fx.RunningMachine)
+
+	if names := listNames(t, e.ctl("machines", m, "tasks")); len(names) != 0 {
+		t.Errorf("tasks/ lists %v; tasks are not listed", names)
+	}
+	if _, err := os.ReadFile(e.ctl("machines", m, "tasks", "999999.zip")); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("an unknown task: %v, want ENOENT", err)
+	}
+	zipped, err := os.ReadFile(e.ctl("machines", m, "tasks", fmt.Sprintf("%d.zip", fx.Task)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatalf("the task's ZIP (%d bytes) does not open: %v", len(zipped), err)
+	}
+	folders := map[string]bool{}
+	for _, f := range zr.File {
+		folders[strings.Split(f.Name, "/")[0]] = true
+	}
+	if len(folders) < 2 {
+		t.Errorf("the task's ZIP holds %v, want its output and recording folders", folders)
+	}
+
+	// The job shows under downloads/, as the service has it; abort of a job
+	// already done is EALREADY.
+	jobs := listNames(t, e.ctl("downloads"))
+	if len(jobs) != 2 || jobs[1] != "result" {
+		t.Fatalf("downloads/ lists %v, want the job and result", jobs)
+	}
+	var job api.DownloadJob
+	e.readJSON(&job, "downloads", jobs[0])
+	want, err := e.client.DownloadStatus(t.Context(), job.ID, false)
+	if err != nil || job.Status != want.Status || job.Status != api.DownloadUploaded {
+		t.Errorf("downloads/%s: %+v, service %+v (%v)", jobs[0], job, want, err)
+	}
+	if st, _ := os.Stat(e.ctl("downloads", jobs[0])); st.Mode().Perm() != 0o600 {
+		t.Errorf("downloads/%s has mode %v, want 0600 (it holds a link)", jobs[0], st.Mode().Perm())
+	}
+	e.refused(syscall.EINVAL, "stop\n", "downloads", jobs[0])
+	e.refused(syscall.EALREADY, "abort\n", "downloads", jobs[0])
+}
+
+func TestCtlTaskReadAbortedAbortsTheJob(t *testing.T) {
+	e := ctlEnv(t, envOptions{emu: emulatorSteps(2 * time.Second)})
+	fx := e.emu.Fixtures(e.org)
+	f, err := os.Open(e.ctl("machines", fmt.Sprint(fx.RunningMachine), "tasks", fmt.Sprintf("%d.zip", fx.Task)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Close before the job is done: it is cancelled on the service.
+	var jobs []string
+	testkit.WaitFor(t, 10*time.Second, "the job to start", func() bool {
+		jobs = listNames(t, e.ctl("downloads"))
+		return len(jobs) == 2
+	})
+	f.Close()
+	testkit.WaitFor(t, 10*time.Second, "the job to be cancelled", func() bool {
+		var job api.DownloadJob
+		fmt.Sscan(jobs[0], &job.ID)
+		j, err := e.client.DownloadStatus(t.Context(), job.ID, false)
+		return err == nil && j.Status == api.DownloadCancelled
+	})
+}
+
+func TestCtlUploadsQueue(t *testing.T) {
+	e := ctlEnv(t, envOptions{})
+	// A folder full to the byte: the upload fails for good (450).
+	if err := e.emu.SetStorageQuota(e.org, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	data := testkit.RandBytes(5000, 1)
+	f, err := os.Create(e.path("shared", "too big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(data)
+	if err := f.Sync(); err == nil {
+		t.Fatal("fsync of a file the storage cannot hold succeeded")
+	}
+	f.Close()
+	q := e.read("uploads")
+	if !strings.Contains(q, "failed shared/too big.bin 5000 bytes") || !strings.Contains(q, "error") {
+		t.Fatalf("uploads reads %q, want the failed file with its path and error", q)
+	}
+	var st ctlStats
+	e.readJSON(&st, "stats")
+	if st.Uploads.Failed != 1 || st.Errors["450"] == 0 || st.Requests["POST /files (file)"].Requests == 0 {
+		t.Errorf("stats: %+v", st)
+	}
+	e.refused(syscall.EINVAL, "drop\n", "uploads")
+	e.refused(syscall.ENOENT, "discard shared/other.bin\n", "uploads")
+	e.mustWrite("retry\n", "uploads") // fails again: the storage is still full
+	testkit.WaitFor(t, 10*time.Second, "the retried upload to fail", func() bool {
+		return strings.HasPrefix(e.read("uploads"), "failed ")
+	})
+	e.mustWrite("discard shared/too big.bin\n", "uploads")
+	if q := e.read("uploads"); q != "" {
+		t.Errorf("uploads after the discard: %q", q)
+	}
+	if _, err := os.Stat(e.path("shared", "too big.bin")); !os.IsNotExist(err) {
+		t.Errorf("the discarded file still shows: %v", err)
+	}
+	if e.staging.Stats().StagedBytes != 0 {
+		t.Errorf("the discarded file is still staged: %+v", e.staging.Stats())
+	}
+}
+
+func TestCtlRefreshAndFreshness(t *testing.T) {
+	e := ctlEnv(t, envOptions{dirTTL: time.Hour})
+	fx := e.emu.Fixtures(e.org)
+	var u api.AccountUsage
+	e.readJSON(&u, "usage")
+	// A change made elsewhere shows after refresh, not before.
+	if _, err := e.client.AssignUsage(t.Context(), fx.StoppedMachine, 7); err != nil {
+		t.Fatal(err)
+	}
+	var again api.AccountUsage
+	e.readJSON(&again, "usage")
+	if again != u {
+		t.Errorf("usage changed within the cache time: %+v then %+v", u, again)
+	}
+	e.mustWrite("\n", "refresh")
+	e.readJSON(&again, "usage")
+	if again.UsageMinutes != u.UsageMinutes-7 {
+		t.Errorf("usage after refresh: %d, want %d", again.UsageMinutes, u.UsageMinutes-7)
+	}
+}
+
+func TestCtlModesAndReadOnly(t *testing.T) {
+	e := ctlEnv(t, envOptions{readOnly: true})
+	fx := e.emu.Fixtures(e.org)
+	m := fmt.Sprint(fx.StoppedMachine)
+	for _, c := range []struct {
+		path []string
+		mode os.FileMode
+	}{
+		{[]string{"usage"}, 0o444},
+		{[]string{"seats"}, 0o444},
+		{[]string{"machines", m, "power"}, 0},
+		{[]string{"machines", m, "access"}, 0o400},
+	} {
+		st, err := os.Stat(e.ctl(c.path...))
+		if err != nil || st.Mode().Perm() != c.mode {
+			t.Errorf("read-only mount: .ctl/%s has mode %v (%v), want %v", strings.Join(c.path, "/"), st.Mode().Perm(), err, c.mode)
+		}
+	}
+	if err := e.write("start\n", "machines", m, "power"); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("writing power on a read-only mount: %v, want EROFS", err)
+	}
+	if n := e.actingRequests(); n != 0 {
+		t.Errorf("a read-only mount sent %d requests that act", n)
+	}
+}
+
+func TestCtlWithoutPermissionOrFeature(t *testing.T) {
+	e := ctlEnv(t, envOptions{org: emulator.OrgB})
+	fx := e.emu.Fixtures(e.org)
+	// org-b cannot bundle (no multiple_file_download): 4710 is EACCES.
+	_, err := os.ReadFile(e.ctl("machines", fmt.Sprint(fx.RunningMachine), "tasks", fmt.Sprintf("%d.zip", fx.Task)))
+	if fx.Task != 0 && !errors.Is(err, syscall.EACCES) {
+		t.Errorf("a task bundle without the feature: %v, want EACCES", err)
+	}
+	// Logs refused for want of permission: EACCES.
+	e.emu.InjectError("GET /user-action-logs", api.CodePermissionRequired, 1000)
+	day := time.Now().UTC().Format(dayFormat) + ".jsonl"
+	if _, err := os.ReadFile(e.ctl("logs", day)); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("logs without permission: %v, want EACCES", err)
+	}
+	// An action refused for want of permission says so in result.
+	e.emu.InjectError("POST /usage/assign", api.CodePermissionRequired, 1)
+	r := e.refused(syscall.EACCES, "5\n", "machines", fmt.Sprint(fx.StoppedMachine), "assign")
+	if r.Code != api.CodePermissionRequired {
+		t.Errorf("result: %+v, want code 4710", r)
+	}
+	// A failed transfer reads as EIO, not as a wrong answer.
+	e.emu.InjectError("GET /usage", 500, 1000)
+	e.mustWrite("\n", "refresh")
+	if _, err := os.ReadFile(e.ctl("usage")); !errors.Is(err, syscall.EIO) {
+		t.Errorf("usage while the service fails: %v, want EIO", err)
+	}
+}

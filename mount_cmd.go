@@ -178,12 +178,12 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	server, err := mountTree(dir, st, client, o, log)
+	server, fsys, err := mountTree(dir, st, client, o, log)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "orgfs: mounted at %s (cache %s). Ctrl-C to unmount.\n", dir, cacheDir)
-	if err := serve(server, dir, st, sigs, log); err != nil {
+	if err := serve(server, dir, st, fsys, sigs, log); err != nil {
 		return err
 	}
 	if st.Staging == nil {
@@ -319,20 +319,21 @@ func drainUploads(staging *cache.Staging, o mountOptions, log logrus.FieldLogger
 }
 
 // mountTree builds the tree over the stores and mounts it at dir.
-func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, log logrus.FieldLogger) (*fuse.Server, error) {
+func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, log logrus.FieldLogger) (*fuse.Server, *orgfs.FS, error) {
 	fsys := orgfs.New(orgfs.Deps{Store: st, Admin: client, Log: log},
 		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly, DirCacheTime: o.DirCacheTime})
 	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
 	if err != nil {
-		return nil, fmt.Errorf("mounting %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("mounting %s: %w", dir, err)
 	}
-	return server, nil
+	return server, fsys, nil
 }
 
 // serve answers signals until the mount ends: SIGHUP drops the cached
-// listings, SIGUSR1 logs the upload queue and retries failed uploads, any
-// other unmounts (and, asked again while a detached mount is in use, ends).
-func serve(server *fuse.Server, dir string, st *cache.Store, sigs <-chan os.Signal, log logrus.FieldLogger) error {
+// listings and control values (as .ctl/refresh), SIGUSR1 logs the upload
+// queue and retries failed uploads (as .ctl/uploads), any other unmounts
+// (and, asked again while a detached mount is in use, ends).
+func serve(server *fuse.Server, dir string, st *cache.Store, fsys *orgfs.FS, sigs <-chan os.Signal, log logrus.FieldLogger) error {
 	done := make(chan struct{})
 	go func() { server.Wait(); close(done) }()
 	detached := false
@@ -344,8 +345,8 @@ func serve(server *fuse.Server, dir string, st *cache.Store, sigs <-chan os.Sign
 		case s := <-sigs:
 			switch s {
 			case syscall.SIGHUP:
-				st.Dirs.DropAll()
-				log.Info("SIGHUP: cached listings dropped")
+				fsys.Refresh()
+				log.Info("SIGHUP: cached listings and control values dropped")
 			case syscall.SIGUSR1:
 				logUploadQueue(st.Staging, log)
 			default:
@@ -362,8 +363,8 @@ func serve(server *fuse.Server, dir string, st *cache.Store, sigs <-chan os.Sign
 	}
 }
 
-// logUploadQueue answers SIGUSR1, until .ctl/uploads shows the upload queue:
-// it logs every file in it and retries the failed ones.
+// logUploadQueue answers SIGUSR1 (as .ctl/uploads shows the queue and takes
+// retry): it logs every file in it and retries the failed ones.
 func logUploadQueue(staging *cache.Staging, log logrus.FieldLogger) {
 	if staging == nil {
 		return

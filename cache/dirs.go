@@ -127,6 +127,14 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 	// The generation is part of the key: a listing asked for after DropAll
 	// never joins a fetch begun before it.
 	v, err, _ := d.group.Do(fmt.Sprintf("%d/%d/%d/%d", gen, key.Area.Kind, key.Area.MachineID, key.ID), func() (any, error) {
+		// A fetch that ended between the look above and this one stored
+		// its listing: use it rather than fetch again.
+		d.mu.Lock()
+		if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
+			d.mu.Unlock()
+			return l, nil
+		}
+		d.mu.Unlock()
 		fetched := d.now()
 		files, err := d.fetch(context.WithoutCancel(ctx), key)
 		if err != nil {

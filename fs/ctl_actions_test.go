@@ -191,7 +191,7 @@ func TestCtlImageLife(t *testing.T) {
 	e.refused(syscall.EBUSY, fmt.Sprint(fx.StoppedMachine), "images", fmt.Sprint(fx.PendingImage), "assign")
 	e.refused(syscall.EINVAL, "remove\n", "images", id, "delete")
 	e.mustWrite("delete\n", "images", id, "delete")
-	if r := e.result("images"); !r.OK || !strings.Contains(r.Action, "delete image "+id) {
+	if r := e.result("images"); !r.OK || !strings.Contains(r.Action, "image delete "+id) {
 		t.Errorf("images/result after the delete: %+v", r)
 	}
 	if _, err := e.client.GetImage(t.Context(), img); !api.IsNotFound(err) {

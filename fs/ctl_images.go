@@ -170,12 +170,12 @@ func parseIDs(in string) ([]int64, error) {
 
 // assignImageAction is images/<id>/assign: computer ids.
 func (f *FS) assignImageAction(id int64) *ctlAction {
-	return &ctlAction{name: "assign", also: ctlName + "/images", parse: func(in string) (ctlRun, error) {
+	return &ctlAction{name: "image assign", also: ctlName + "/images", parse: func(in string) (ctlRun, error) {
 		ids, err := parseIDs(in)
 		if err != nil {
 			return ctlRun{}, err
 		}
-		what := "image " + strconv.FormatInt(id, 10) + " to computers " + strings.Trim(strings.Join(strings.Fields(strings.ReplaceAll(in, ",", " ")), ","), ",")
+		what := strconv.FormatInt(id, 10) + " to computers " + strings.Join(strings.Fields(strings.ReplaceAll(in, ",", " ")), ",")
 		return ctlRun{what: what, run: func(ctx context.Context) (any, error) {
 			defer f.changed()
 			return nil, f.Admin.AssignImage(ctx, id, ids)
@@ -185,11 +185,11 @@ func (f *FS) assignImageAction(id int64) *ctlAction {
 
 // deleteImageAction is images/<id>/delete: the word delete.
 func (f *FS) deleteImageAction(id int64) *ctlAction {
-	return &ctlAction{name: "delete", also: ctlName + "/images", ends: true, parse: func(in string) (ctlRun, error) {
+	return &ctlAction{name: "image delete", also: ctlName + "/images", ends: true, parse: func(in string) (ctlRun, error) {
 		if in != "delete" {
 			return ctlRun{}, refuse(syscall.EINVAL, "write the word delete to delete image %d", id)
 		}
-		return ctlRun{what: "image " + strconv.FormatInt(id, 10), run: func(ctx context.Context) (any, error) {
+		return ctlRun{what: strconv.FormatInt(id, 10), run: func(ctx context.Context) (any, error) {
 			defer f.changed()
 			return nil, f.Admin.DeleteImage(ctx, id)
 		}}, nil

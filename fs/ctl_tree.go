@@ -72,7 +72,7 @@ func (f *FS) ctlRoot() gofs.InodeEmbedder {
 	const dir = ctlName
 	refresh := &ctlAction{name: "refresh", anything: true, parse: func(string) (ctlRun, error) {
 		return ctlRun{what: "every cached listing and value", run: func(context.Context) (any, error) {
-			f.refreshAll()
+			f.Refresh()
 			return nil, nil
 		}}, nil
 	}}
@@ -93,8 +93,8 @@ func (f *FS) ctlRoot() gofs.InodeEmbedder {
 	return &ctlDir{node: node{fsys: f}, path: dir, list: func(context.Context) ([]ctlEntry, error) { return es, nil }}
 }
 
-// refreshAll drops every cached listing and control value.
-func (f *FS) refreshAll() {
+// Refresh drops every cached listing and control value (SIGHUP, .ctl/refresh).
+func (f *FS) Refresh() {
 	f.Dirs.DropAll()
 	f.ctl.refresh()
 }
@@ -157,15 +157,18 @@ func (f *FS) seatsAction() *ctlAction {
 	}}
 }
 
-// strictJSON decodes one JSON object into v, refusing unknown fields, wrong
-// types and trailing data (EINVAL with the reason).
+// strictJSON decodes one JSON object into v, refusing anything else, unknown
+// fields, wrong types and trailing data (EINVAL with the reason).
 func strictJSON(in string, v any) error {
+	if !strings.HasPrefix(strings.TrimSpace(in), "{") {
+		return refuse(syscall.EINVAL, "a JSON object {...} expected")
+	}
 	dec := json.NewDecoder(strings.NewReader(in))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return refuse(syscall.EINVAL, "not the JSON expected: %v", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return refuse(syscall.EINVAL, "one JSON object expected, more follows")
 	}
 	return nil
@@ -311,7 +314,14 @@ func (f *FS) downloadFind(ctx context.Context, name string) (*ctlEntry, error) {
 // URL, hence 0600); write abort to cancel it.
 func (f *FS) downloadEntry(id int64) ctlEntry {
 	const dir = ctlName + "/downloads"
-	abort := &ctlAction{name: "abort", parse: func(in string) (ctlRun, error) {
+	return f.ctlFileEntry(dir, strconv.FormatInt(id, 10), 0o600, jsonRead(func(ctx context.Context) (*api.DownloadJob, error) {
+		return f.Admin.DownloadStatus(ctx, id, true)
+	}), f.downloadEntryAction(id))
+}
+
+// downloadEntryAction is a write to downloads/<id>: the word abort.
+func (f *FS) downloadEntryAction(id int64) *ctlAction {
+	return &ctlAction{name: "abort", parse: func(in string) (ctlRun, error) {
 		if in != "abort" {
 			return ctlRun{}, refuse(syscall.EINVAL, "write abort to cancel download %d", id)
 		}
@@ -319,9 +329,6 @@ func (f *FS) downloadEntry(id int64) ctlEntry {
 			return nil, f.Admin.AbortDownload(ctx, id)
 		}}, nil
 	}}
-	return f.ctlFileEntry(dir, strconv.FormatInt(id, 10), 0o600, jsonRead(func(ctx context.Context) (*api.DownloadJob, error) {
-		return f.Admin.DownloadStatus(ctx, id, true)
-	}), abort)
 }
 
 // noteJob remembers a download job this mount started, for downloads/.

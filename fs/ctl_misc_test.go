@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
@@ -203,5 +205,44 @@ func TestCtlWithoutPermissionOrFeature(t *testing.T) {
 	e.mustWrite("\n", "refresh")
 	if _, err := os.ReadFile(e.ctl("usage")); !errors.Is(err, syscall.EIO) {
 		t.Errorf("usage while the service fails: %v, want EIO", err)
+	}
+}
+
+func TestCtlSeatsCreateAndSecretsStayOut(t *testing.T) {
+	logs := &testkit.SyncBuffer{}
+	log := logrus.New()
+	log.SetOutput(logs)
+	log.SetLevel(logrus.DebugLevel)
+	e := ctlEnv(t, envOptions{log: log})
+	fx := e.emu.Fixtures(e.org)
+	before := len(listNames(t, e.ctl("machines")))
+
+	e.refused(syscall.EINVAL, `{"seat_plan_id": 1, "quantity": 0}`, "seats")
+	e.refused(syscall.EINVAL, `{"seat_plan_id": 1, "quantity": 1, "colour": 3}`, "seats")
+	e.refused(syscall.EINVAL, `[1, 2]`, "seats")
+	e.mustWrite(`{"seat_plan_id": 1, "quantity": 2, "software_ids": [], "base_image_id": null}`+"\n", "seats")
+	r := e.result()
+	if created, _ := r.Record.([]any); !r.OK || len(created) != 2 {
+		t.Fatalf("result after creating 2 computers: %+v", r)
+	}
+	seats, _ := api.Collect(e.client.Seats(t.Context(), ""))
+	if got := len(listNames(t, e.ctl("machines"))); got != before+2 || len(seats) != before+2 {
+		t.Errorf("after creating 2: machines/ has %d, the service %d, want %d", got, len(seats), before+2)
+	}
+
+	// The access link: readable in access only; not in any log line, result or stats.
+	m := fmt.Sprint(fx.RunningMachine)
+	e.mustWrite("15\n", "machines", m, "access")
+	link := strings.TrimSpace(e.read("machines", m, "access"))
+	if link == "" {
+		t.Fatal("no link")
+	}
+	for name, s := range map[string]string{"the log": logs.String(), "result": e.read("machines", m, "result"), "stats": e.read("stats")} {
+		if strings.Contains(s, link) || strings.Contains(s, strings.TrimPrefix(link, "https://")) {
+			t.Errorf("%s holds the access link", name)
+		}
+	}
+	if !strings.Contains(logs.String(), "access link for 15 minutes") {
+		t.Errorf("the action is not in the log:\n%s", logs.String())
 	}
 }

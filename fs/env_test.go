@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
@@ -61,6 +62,7 @@ type envOptions struct {
 	readOnly   bool
 	writeBack  time.Duration // default 50ms
 	stagingDir string        // default CACHE/staging
+	log        *logrus.Logger // the mount's log; default testkit.Log
 }
 
 // newEnv starts an emulator and mounts it. Everything is undone at the end
@@ -152,7 +154,11 @@ func (e *testEnv) mount() {
 		t.Fatal(err)
 	}
 	e.store, e.content, e.bundler, e.fetcher, e.dirs, e.staging = store, store.Content, store.Bundler, store.Fetcher, store.Dirs, store.Staging
-	fsys := New(Deps{Store: store, Admin: e.client, Log: testkit.Log(t)},
+	log := e.opts.log
+	if log == nil {
+		log = testkit.Log(t)
+	}
+	fsys := New(Deps{Store: store, Admin: e.client, Log: log},
 		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: e.opts.readOnly, DirCacheTime: e.opts.dirTTL})
 	e.dir = t.TempDir()
 	e.server, err = Mount(e.dir, fsys, MountOptions{})

@@ -60,8 +60,8 @@ type envOptions struct {
 	emu        emulator.Options
 	bundle     cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
 	readOnly   bool
-	writeBack  time.Duration // default 50ms
-	stagingDir string        // default CACHE/staging
+	writeBack  time.Duration  // default 50ms
+	stagingDir string         // default CACHE/staging
 	log        *logrus.Logger // the mount's log; default testkit.Log
 }
 

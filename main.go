@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -118,6 +119,32 @@ func runVersion(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, "orgfs", versionString())
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	rev, modified := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev != "" {
+		if modified {
+			rev += " (with uncommitted changes)"
+		}
+		fmt.Fprintln(stdout, "commit  ", rev)
+	}
+	fmt.Fprintln(stdout, "go      ", info.GoVersion)
+	for _, d := range info.Deps {
+		if d.Path == "github.com/hanwen/go-fuse/v2" {
+			fmt.Fprintln(stdout, "go-fuse ", d.Version)
+		}
+	}
+	fmt.Fprintln(stdout, "platform", runtime.GOOS+"/"+runtime.GOARCH)
 	return nil
 }
 

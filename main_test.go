@@ -75,7 +75,8 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	if code, _, errOut := runCmd("mount", "--cache-max-size", "lots", "x"); code != 2 || !strings.Contains(errOut, "invalid size") {
 		t.Errorf("bad size: %d %q", code, errOut)
 	}
-	if code, out, _ := runCmd("version"); code != 0 || !strings.HasPrefix(out, "orgfs ") {
+	if code, out, _ := runCmd("version"); code != 0 || !strings.HasPrefix(out, "orgfs ") || !strings.Contains(out, "\ngo       go1.") ||
+		!strings.Contains(out, "\ngo-fuse  v2.") || !strings.Contains(out, "\nplatform ") {
 		t.Errorf("version: %d %q", code, out)
 	}
 }

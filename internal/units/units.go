@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Suffixes. K, M, G, T (and Ki, KiB, ...) are binary multiples, as in rclone and
@@ -61,11 +62,29 @@ func FormatSize(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
+// CompactSize prints bytes as users write them on the command line: the
+// largest binary suffix that divides them exactly ("10G", "128M", "1536K"),
+// else the number of bytes.
+func CompactSize(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
 // Size is a pflag.Value holding a byte count written with a suffix.
 type Size int64
 
-// String prints the size as it is parsed back.
-func (s *Size) String() string { return strconv.FormatInt(int64(*s), 10) }
+// String prints the size as it is parsed back ("10G").
+func (s *Size) String() string { return CompactSize(int64(*s)) }
 
 // Set parses a size.
 func (s *Size) Set(v string) error {
@@ -83,8 +102,13 @@ func (s *Size) Type() string { return "size" }
 // Rate is a pflag.Value holding bytes per second.
 type Rate int64
 
-// String prints the rate in bytes per second.
-func (r *Rate) String() string { return strconv.FormatInt(int64(*r), 10) }
+// String prints the rate as it is parsed back ("100M/s"; "0": unlimited).
+func (r *Rate) String() string {
+	if *r == 0 {
+		return "0"
+	}
+	return CompactSize(int64(*r)) + "/s"
+}
 
 // Set parses a rate.
 func (r *Rate) Set(v string) error {
@@ -98,3 +122,35 @@ func (r *Rate) Set(v string) error {
 
 // Type names the value in help text.
 func (r *Rate) Type() string { return "rate" }
+
+// Duration is a pflag.Value holding a duration, printed as users write it
+// ("5m", "1h30m", "2s", "50ms") rather than "5m0s".
+type Duration time.Duration
+
+// String prints the duration without its zero parts.
+func (d *Duration) String() string { return FormatDuration(time.Duration(*d)) }
+
+// Set parses a duration ("30s", "5m").
+func (d *Duration) Set(v string) error {
+	x, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (write it as 30s, 5m or 1h)", v)
+	}
+	*d = Duration(x)
+	return nil
+}
+
+// Type names the value in help text.
+func (d *Duration) Type() string { return "duration" }
+
+// FormatDuration prints d without its zero parts: "5m", "1h30m", "2s".
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

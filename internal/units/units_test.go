@@ -1,6 +1,9 @@
 package units
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestParseSize(t *testing.T) {
 	good := map[string]int64{
@@ -34,5 +37,42 @@ func TestFormatSize(t *testing.T) {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestHelpShowsValuesAsWritten(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{10 << 30, "10G"}, {128 << 20, "128M"}, {1536 << 10, "1536K"}, {1000, "1000"}, {0, "0"}, {3 << 40, "3T"}} {
+		s := Size(c.n)
+		if got := s.String(); got != c.want {
+			t.Errorf("Size(%d) = %q, want %q", c.n, got, c.want)
+		}
+		var back Size
+		if err := back.Set(s.String()); err != nil || back != s {
+			t.Errorf("%q parses back as %d (%v), want %d", s.String(), back, err, c.n)
+		}
+	}
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{{5 * time.Minute, "5m"}, {time.Minute, "1m"}, {2 * time.Second, "2s"}, {90 * time.Minute, "1h30m"}, {time.Hour, "1h"}, {50 * time.Millisecond, "50ms"}, {61 * time.Second, "1m1s"}} {
+		d := Duration(c.d)
+		if got := d.String(); got != c.want {
+			t.Errorf("Duration(%v) = %q, want %q", c.d, got, c.want)
+		}
+		var back Duration
+		if err := back.Set(d.String()); err != nil || back != d {
+			t.Errorf("%q parses back as %v (%v)", d.String(), time.Duration(back), err)
+		}
+	}
+	var d Duration
+	if err := d.Set("5 minutes"); err == nil {
+		t.Error("5 minutes parsed as a duration")
+	}
+	r := Rate(100 << 20)
+	if r.String() != "100M/s" {
+		t.Errorf("Rate = %q", r.String())
 	}
 }

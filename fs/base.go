@@ -28,20 +28,10 @@ var (
 	_ = (gofs.NodeListxattrer)((*node)(nil))
 )
 
-// Statfs reports a large, mostly free disk, so that file managers do not
-// refuse a copy for want of space; the service's quota answers for real.
-// Every node answers the same (go-fuse asks the node statfs names).
+// Statfs reports the quota and use of the storage the node is in (see
+// statfs.go). Every node answers (go-fuse asks the node statfs names).
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	const blocks = 1 << 32 // 4 TiB in 1 KiB blocks
-	out.Bsize = 1024
-	out.Frsize = 1024
-	out.Blocks = blocks
-	out.Bfree = blocks
-	out.Bavail = blocks
-	out.Files = 1 << 30
-	out.Ffree = 1 << 30
-	out.NameLen = 255
-	return 0
+	return n.fsys.fillStatfs(ctx, n.areaOf(), out)
 }
 
 // Getxattr exposes nothing; answering ENODATA at once spares a request per

@@ -43,6 +43,8 @@ type Admin interface {
 	SetMachineType(ctx context.Context, machineID, machineTypeID int64) error
 	ListContent(ctx context.Context, machineID int64, path string) ([]api.ContentEntry, error)
 	MachineFiles(ctx context.Context, machineID int64, req api.ListFilesRequest) *api.FileList
+	SharedFiles(ctx context.Context, req api.ListFilesRequest) *api.FileList
+	Recordings(ctx context.Context, req api.ListFilesRequest) *api.FileList
 
 	Images(ctx context.Context, query string) iter.Seq2[api.Image, error]
 	CreateImage(ctx context.Context, machineID int64, name string) (*api.Image, error)

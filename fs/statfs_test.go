@@ -1,0 +1,62 @@
+package fs
+
+import (
+	"syscall"
+	"testing"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
+)
+
+// TestStatfsShowsTheStorageQuota: df of a path shows the quota and use of
+// the storage area it is in, as the area root's record has them.
+func TestStatfsShowsTheStorageQuota(t *testing.T) {
+	e := newEnv(t, envOptions{seed: emulator.SeedDemo})
+	fx := e.emu.Fixtures(e.org)
+	rootRecord := func(l func(parent int64) *api.FileList, root int64) (size, used int64) {
+		fl := l(root)
+		if _, err := fl.Collect(); err != nil {
+			t.Fatal(err)
+		}
+		cur := fl.Current()
+		if cur == nil || cur.FileStorageSize == nil || cur.FileStorageUsage == nil {
+			t.Fatalf("root %d has no storage record: %+v", root, cur)
+		}
+		return *cur.FileStorageSize, *cur.FileStorageUsage
+	}
+	var seat api.Seat
+	seats, _ := api.Collect(e.client.Seats(t.Context(), ""))
+	for _, s := range seats {
+		if s.ID == fx.RunningMachine {
+			seat = s
+		}
+	}
+	for _, c := range []struct {
+		path string
+		list func(parent int64) *api.FileList
+		root int64
+	}{
+		{e.path("shared"), func(p int64) *api.FileList {
+			return e.client.SharedFiles(t.Context(), api.ListFilesRequest{ParentID: p})
+		}, e.root(0)},
+		{e.path(), func(p int64) *api.FileList {
+			return e.client.SharedFiles(t.Context(), api.ListFilesRequest{ParentID: p})
+		}, e.root(0)},
+		{e.path("computers", seat.Name), func(p int64) *api.FileList {
+			return e.client.MachineFiles(t.Context(), fx.RunningMachine, api.ListFilesRequest{ParentID: p})
+		}, e.root(fx.RunningMachine)},
+	} {
+		size, used := rootRecord(c.list, c.root)
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(c.path, &st); err != nil {
+			t.Fatal(err)
+		}
+		gotSize, gotFree := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+		if gotSize != size/st.Bsize*st.Bsize || gotFree != (size-used)/st.Bsize*st.Bsize {
+			t.Errorf("statfs %s: size %d free %d; the service: size %d used %d", c.path, gotSize, gotFree, size, used)
+		}
+	}
+	if n := e.requests("GET /files"); n > 10 {
+		t.Errorf("statfs made %d listing requests; the values are kept like listings", n)
+	}
+}

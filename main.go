@@ -31,6 +31,9 @@ func commands() map[string]command {
 		"mount":    {"mount", "mount the organization's storage (or, with --demo, the emulator's) at a directory", runMount},
 		"emulator": {"emulator", "run the service emulator on loopback (demo data or empty)", runEmulator},
 		"version":  {"version", "print the version", runVersion},
+		"sync":     {"sync", "wait until everything written to a mount (or under paths) is on the service", runSync},
+		"status":   {"status", "show a mount's upload queue with progress, failures, cache and request counters", runStatus},
+		"unmount":  {"unmount", "send what waits to upload, showing progress, then unmount", runUnmount},
 		"help":     {"help", "show help for orgfs or one of its commands", runHelp},
 	}
 }

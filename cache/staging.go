@@ -519,6 +519,49 @@ func (s *Staging) Flush(ctx context.Context, st *Staged) error {
 	}
 }
 
+// FlushAll flushes every file staged now whose path (as .ctl/uploads shows
+// it) is one of paths or below one (all of them when paths is empty), at
+// once, and waits for them all: nil once each is on the service, else the
+// failures, by path. Files staged after it began are not waited for.
+func (s *Staging) FlushAll(ctx context.Context, paths []string) (int, error) {
+	s.mu.Lock()
+	var sel []*Staged
+	var names []string
+	for _, st := range s.sortedLocked() {
+		if st.state != stUploaded && underAny(st.nameLocked(), paths) {
+			sel, names = append(sel, st), append(names, st.nameLocked())
+		}
+	}
+	s.mu.Unlock()
+	errs := make([]error, len(sel))
+	var wg sync.WaitGroup
+	for i, st := range sel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Flush(ctx, st); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", names[i], err)
+			}
+		}()
+	}
+	wg.Wait()
+	return len(sel), errors.Join(errs...)
+}
+
+// underAny reports whether path is one of paths or below one (true for no paths).
+func underAny(path string, paths []string) bool {
+	if len(paths) == 0 {
+		return true
+	}
+	for _, p := range paths {
+		p = strings.TrimSuffix(p, "/")
+		if path == p || strings.HasPrefix(path, p+"/") || p == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Drain starts every waiting upload now (skipping the write-back delay, and
 // uploading files still open as they are) and waits until no upload is
 // pending or ctx ends. What is left (failed, or still pending when ctx ended)

@@ -88,6 +88,8 @@ func (f *FS) ctlRoot() gofs.InodeEmbedder {
 		f.ctlDirEntry(dir, "logs", f.logsList(dir+"/logs", api.LogsRequest{}), nil),
 		f.ctlDirEntry(dir, "downloads", f.downloadsList, f.downloadFind),
 		f.ctlLiveEntry(dir, "uploads", 0o644, f.uploadsRead, f.uploadsAction()),
+		f.ctlLiveEntry(dir, "uploads.json", 0o444, jsonRead(f.uploadsJSON), nil),
+		f.ctlFileEntry(dir, "sync", 0o200, nil, f.syncAction()),
 		f.ctlLiveEntry(dir, "stats", 0o444, jsonRead(f.stats), nil),
 		f.ctlFileEntry(dir, "refresh", 0o200, nil, refresh),
 		f.ctlResultEntry(dir),
@@ -252,6 +254,61 @@ func (f *FS) uploadsRead(context.Context) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// ctlUpload is one line of .ctl/uploads.json.
+type ctlUpload struct {
+	Path     string `json:"path"`
+	State    string `json:"state"` // open, waiting, queued, uploading, retrying, failed, uploaded
+	Size     int64  `json:"size"`
+	Done     int64  `json:"done"`  // bytes sent by the upload in flight (or the last one)
+	Total    int64  `json:"total"` // bytes of that upload
+	Attempts int    `json:"attempts"`
+	Error    string `json:"error,omitempty"`
+}
+
+// uploadsJSON is .ctl/uploads.json: the queue for programs (orgfs status).
+func (f *FS) uploadsJSON(context.Context) ([]ctlUpload, error) {
+	out := []ctlUpload{}
+	if f.Staging == nil {
+		return out, nil
+	}
+	for _, e := range f.Staging.Entries() {
+		p := e.Path
+		if p == "" {
+			p = e.Target.String()
+		}
+		out = append(out, ctlUpload{Path: p, State: e.State, Size: e.Size, Done: e.Done, Total: e.Total, Attempts: e.Attempts, Error: e.Err})
+	}
+	return out, nil
+}
+
+// syncAction is a write to .ctl/sync: paths (one a line, or none for all);
+// it returns once everything written under them before is on the service,
+// or with EIO and the failures in result (orgfs sync).
+func (f *FS) syncAction() *ctlAction {
+	return &ctlAction{name: "sync", anything: true, parse: func(in string) (ctlRun, error) {
+		var paths []string
+		for _, l := range strings.Split(in, "\n") {
+			if l = strings.Trim(strings.TrimSpace(l), "/"); l != "" {
+				paths = append(paths, l)
+			}
+		}
+		what := "everything"
+		if len(paths) > 0 {
+			what = strings.Join(paths, ", ")
+		}
+		return ctlRun{what: what, run: func(ctx context.Context) (any, error) {
+			if f.Staging == nil {
+				return map[string]int{"files": 0}, nil
+			}
+			n, err := f.Staging.FlushAll(ctx, paths)
+			if err != nil {
+				return nil, refuse(syscall.EIO, "not on the service: %v", err)
+			}
+			return map[string]int{"files": n}, nil
+		}}, nil
+	}}
 }
 
 // uploadsAction is a write to .ctl/uploads: "retry", or "discard PATH" for

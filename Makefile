@@ -5,7 +5,12 @@ DEMODIR ?= .demo
 MNT     ?= mnt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build test fmt-check vet lint unit soak demo emulator clean
+.PHONY: build test fmt-check vet lint unit soak demo emulator clean install uninstall
+
+# Where make install puts things (DESTDIR for packaging).
+PREFIX  ?= /usr/local
+SBINDIR ?= /sbin
+UNITDIR ?= /etc/systemd/system
 
 # staticcheck, pinned, run through the module proxy (nothing to install).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -47,3 +52,15 @@ emulator: build
 
 clean:
 	rm -rf $(BIN) $(DEMODIR)
+
+# The binary, the mount helper links (mount -t fuse.orgfs, /etc/fstab) and the
+# systemd unit template (systemctl enable --now orgfs@mnt-org).
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/orgfs
+	install -d $(DESTDIR)$(SBINDIR)
+	ln -sf $(PREFIX)/bin/orgfs $(DESTDIR)$(SBINDIR)/mount.fuse.orgfs
+	ln -sf $(PREFIX)/bin/orgfs $(DESTDIR)$(SBINDIR)/mount.orgfs
+	install -D -m 0644 scripts/orgfs@.service $(DESTDIR)$(UNITDIR)/orgfs@.service
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/orgfs $(DESTDIR)$(SBINDIR)/mount.fuse.orgfs $(DESTDIR)$(SBINDIR)/mount.orgfs $(DESTDIR)$(UNITDIR)/orgfs@.service

@@ -313,7 +313,7 @@ func humanBytes(n float64) string {
 // time left, polling .ctl/uploads.json until ctx ends (or the queue is empty,
 // when untilEmpty).
 func showQueue(ctx context.Context, w io.Writer, mnt string, untilEmpty bool) error {
-	p := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(250*time.Millisecond), mpb.PopCompletedMode())
+	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(250*time.Millisecond), mpb.PopCompletedMode())
 	total := p.AddBar(1,
 		mpb.PrependDecorators(decor.Name("total", decor.WCSyncSpaceR), decor.CountersKibiByte("% .1f / % .1f", decor.WCSyncSpace)),
 		mpb.AppendDecorators(decor.EwmaSpeed(decor.SizeB1024(0), "% .1f", 5), decor.Name(" "), decor.EwmaETA(decor.ET_STYLE_GO, 5)))

@@ -49,10 +49,17 @@ func usagef(format string, args ...any) error {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runAs(os.Args[0], os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int { return runAs("orgfs", args, stdout, stderr) }
+
+// runAs runs orgfs called by the name argv0 with args: as mount(8)'s helper
+// (see isMountHelper), or a command.
+func runAs(argv0 string, args []string, stdout, stderr io.Writer) int {
+	if isMountHelper(argv0, args) {
+		return finish("mount helper", runHelper(args, stdout, stderr), stderr)
+	}
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -70,7 +77,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if err := cmd.run(args[1:], stdout, stderr); err != nil {
+	return finish(name, cmd.run(args[1:], stdout, stderr), stderr)
+}
+
+// finish prints a command's error and returns the exit status it means.
+func finish(name string, err error, stderr io.Writer) int {
+	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}

@@ -42,6 +42,7 @@ type mountOptions struct {
 	UID, GID     uint32
 	Umask        uint32
 	AllowOther   bool
+	Daemon       bool
 	DebugFUSE    bool
 	CPUProfile   string
 	Log          logging.Options
@@ -91,6 +92,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.Uint32Var(&o.GID, "gid", o.GID, "group of every file")
 	fs.Var((*octal)(&o.Umask), "umask", "permission bits taken from 0777 (folders) and 0666 (files), octal")
 	fs.BoolVar(&o.AllowOther, "allow-other", o.AllowOther, "let other users see the mount (needs user_allow_other in /etc/fuse.conf when not root)")
+	fs.BoolVar(&o.Daemon, "daemon", o.Daemon, "serve in the background: return once the mount answers (the log goes to --log-file, by default in the user's cache dir)")
 	fs.BoolVar(&o.DebugFUSE, "debug-fuse", o.DebugFUSE, "log every FUSE request")
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile of the daemon to this file (development)")
 	fs.MarkHidden("cpu-profile")
@@ -121,12 +123,18 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	if o.Demo && o.Credentials != "" {
 		return usagef("--demo and --credentials exclude each other")
 	}
+	if o.Daemon && os.Getenv(daemonEnv) == "" {
+		return daemonize(args, fs.Arg(0), o, stdout)
+	}
 	log, closer, err := o.Log.New()
 	if err != nil {
+		daemonChild(err)
 		return usagef("%v", err)
 	}
 	defer closer.Close()
-	return mount(fs.Arg(0), o, log, stdout)
+	err = mount(fs.Arg(0), o, log, stdout)
+	daemonChild(err) // a daemon that never came up says why to its parent
+	return err
 }
 
 // octal is a pflag.Value of an octal number (a umask).
@@ -183,8 +191,15 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "orgfs: mounted at %s (cache %s). Ctrl-C to unmount.\n", dir, cacheDir)
+	log.WithField("mountpoint", dir).WithField("cache", cacheDir).Info("mounted")
+	daemonChild(nil)
+	sdNotify("READY=1\nSTATUS=mounted at " + dir)
 	if err := serve(server, dir, st, fsys, sigs, log); err != nil {
 		return err
+	}
+	if st.Staging != nil {
+		ss := st.Staging.Stats()
+		sdNotify(fmt.Sprintf("STOPPING=1\nSTATUS=unmounted; sending %d files before exit", ss.Pending+ss.Uploading))
 	}
 	if st.Staging == nil {
 		return nil
@@ -255,7 +270,7 @@ func openCacheDir(o mountOptions, creds api.Credentials, atExit *exitStack) (str
 		base = d
 	}
 	if base == "" {
-		userCache, err := os.UserCacheDir()
+		userCache, err := cacheHome()
 		if err != nil {
 			return "", fmt.Errorf("no cache dir (give --cache-dir): %w", err)
 		}
@@ -329,6 +344,9 @@ func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, 
 	return server, fsys, nil
 }
 
+// statusEvery is how often systemd is told the upload queue (STATUS=).
+var statusEvery = 5 * time.Second
+
 // serve answers signals until the mount ends: SIGHUP drops the cached
 // listings and control values (as .ctl/refresh), SIGUSR1 logs the upload
 // queue and retries failed uploads (as .ctl/uploads), any other unmounts
@@ -337,8 +355,15 @@ func serve(server *fuse.Server, dir string, st *cache.Store, fsys *orgfs.FS, sig
 	done := make(chan struct{})
 	go func() { server.Wait(); close(done) }()
 	detached := false
+	status := time.NewTicker(statusEvery)
+	defer status.Stop()
 	for {
 		select {
+		case <-status.C:
+			if st.Staging != nil {
+				ss := st.Staging.Stats()
+				sdNotify(fmt.Sprintf("STATUS=mounted at %s; uploads: %d pending, %d in flight, %d failed", dir, ss.Pending, ss.Uploading, ss.Failed))
+			}
 		case <-done:
 			log.WithField("fetch", fmt.Sprintf("%+v", st.Fetcher.Stats())).Info("unmounted")
 			return nil
@@ -497,4 +522,14 @@ func probe(creds api.Credentials, log logrus.FieldLogger) error {
 	}
 	log.WithField("endpoint", creds.Endpoint).Debug("service reachable")
 	return nil
+}
+
+// cacheHome is the user's cache dir; for root without a home (mount(8),
+// systemd), /var/cache.
+func cacheHome() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil && os.Geteuid() == 0 {
+		return "/var/cache", nil
+	}
+	return d, err
 }

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+func TestHelperArgs(t *testing.T) {
+	got, err := helperArgs([]string{"orgfs", "/mnt/org", "-o", "rw,credentials=/etc/o.json,cache_dir=/var/c,cache_max_size=2G,ro,allow_other,uid=1000,gid=100,umask=027,write_back=5s,_netdev,x-systemd.automount,noauto,nofail,noatime,nosuid,nodev"})
+	want := []string{"--credentials", "/etc/o.json", "--cache-dir", "/var/c", "--cache-max-size", "2G", "--read-only", "--allow-other",
+		"--uid", "1000", "--gid", "100", "--umask", "027", "--write-back", "5s", "--daemon", "/mnt/org"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("helperArgs = %q, %v\nwant %q", got, err, want)
+	}
+	if got, _ := helperArgs([]string{"src", "/m", "-f", "-oro"}); !slices.Equal(got, []string{"--read-only", "/m"}) {
+		t.Errorf("-f -oro: %q", got)
+	}
+	for _, bad := range [][]string{
+		{"src", "/m", "-o", "colour=red"},
+		{"src", "/m", "-o", "credentials"},
+		{"src"},
+		{"src", "/m", "-x"},
+	} {
+		if _, err := helperArgs(bad); err == nil {
+			t.Errorf("helperArgs(%q) accepted", bad)
+		}
+	}
+	if !isMountHelper("/sbin/mount.fuse.orgfs", nil) || !isMountHelper("orgfs", []string{"orgfs", "/m", "-o", "ro"}) || isMountHelper("orgfs", []string{"mount", "/m"}) {
+		t.Error("isMountHelper")
+	}
+}
+
+// TestMountHelperAndFstab mounts through mount -t fuse.orgfs and through an
+// fstab line, both in the background, as mount(8) runs the helper.
+func TestMountHelperAndFstab(t *testing.T) {
+	if _, err := exec.LookPath("mount"); err != nil {
+		t.Fatal("mount(8) is needed")
+	}
+	const link = "/sbin/mount.fuse.orgfs"
+	if old, err := os.Readlink(link); err == nil {
+		t.Cleanup(func() { os.Remove(link); os.Symlink(old, link) })
+	} else if _, err := os.Lstat(link); err == nil {
+		t.Fatalf("%s exists and is not a link; the test will not replace it", link)
+	}
+	os.Remove(link)
+	if err := os.Symlink(binary, link); err != nil {
+		t.Fatalf("the test needs to install %s (as root): %v", link, err)
+	}
+	t.Cleanup(func() { os.Remove(link) })
+
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedDemo})
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	dir := t.TempDir()
+	opts := "credentials=" + creds + ",cache_dir=" + t.TempDir() + ",log_file=" + filepath.Join(t.TempDir(), "log") + ",_netdev,x-systemd.requires=network-online.target"
+	t.Cleanup(func() { exec.Command("fusermount3", "-u", "-z", dir).Run() })
+
+	check := func(how string, cmd *exec.Cmd) {
+		t.Helper()
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "mounted at") {
+			t.Fatalf("%s: %v: %s", how, err, out)
+		}
+		// It returned once the mount answers, and serves in the background.
+		if b, err := os.ReadFile(filepath.Join(dir, "shared", "Welcome.txt")); err != nil || len(b) == 0 {
+			t.Fatalf("%s: reading through the mount: %v", how, err)
+		}
+		if code, out := orgfsCmd(t, "unmount", dir); code != 0 {
+			t.Fatalf("%s: unmount: %d %s", how, code, out)
+		}
+		if mounted(dir) {
+			t.Fatalf("%s: still mounted", how)
+		}
+	}
+	check("mount -t fuse.orgfs", exec.Command("mount", "-t", "fuse.orgfs", "-o", opts, "orgfs", dir))
+	fstab := filepath.Join(t.TempDir(), "fstab")
+	os.WriteFile(fstab, []byte("# a test fstab\norgfs "+dir+" fuse.orgfs "+opts+",noauto 0 0\n"), 0o644)
+	check("an fstab line", exec.Command("mount", "-T", fstab, dir))
+
+	// A mount that cannot come up says why, and mount(8) fails.
+	out, err := exec.Command("mount", "-t", "fuse.orgfs", "-o", "credentials=/nonexistent.json", "orgfs", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "nonexistent.json") {
+		t.Errorf("mount with missing credentials: %v: %s", err, out)
+	}
+}
+
+// TestSystemdNotify: under Type=notify the daemon says READY once the mount
+// answers, STATUS with the queue, STOPPING while it drains.
+func TestSystemdNotify(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	msgs := make(chan string, 100)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	t.Setenv("NOTIFY_SOCKET", sock)
+	dir := t.TempDir()
+	d := startDaemon(t, dir)
+	next := func(want string, within time.Duration) string {
+		t.Helper()
+		deadline := time.After(within)
+		for {
+			select {
+			case m := <-msgs:
+				if strings.Contains(m, want) {
+					return m
+				}
+			case <-deadline:
+				t.Fatalf("no %q from the daemon within %v: %s", want, within, d.out)
+			}
+		}
+	}
+	if m := next("READY=1", 5*time.Second); !strings.Contains(m, "STATUS=mounted at "+dir) {
+		t.Errorf("READY without status: %q", m)
+	}
+	os.WriteFile(filepath.Join(dir, "shared", "n.txt"), []byte("n"), 0o644)
+	next("uploads: ", 10*time.Second)
+	d.cmd.Process.Signal(os.Interrupt)
+	next("STOPPING=1", 10*time.Second)
+	d.wait()
+}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,5 +99,37 @@ func TestSyncStatusUnmount(t *testing.T) {
 	code, out = orgfsCmd(t, "unmount", dir)
 	if code != 0 || !uploaded(client, "d.txt", 2) || mounted(dir) {
 		t.Fatalf("unmount: %d %s", code, out)
+	}
+}
+
+// TestMetrics: --metrics-addr serves the counters of .ctl/stats as
+// Prometheus metrics.
+func TestMetrics(t *testing.T) {
+	dir := t.TempDir()
+	d := startDaemon(t, dir, "--demo", "--metrics-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`url="?(http://[^ "]+/metrics)`).FindStringSubmatch(d.out.String())
+	if m == nil {
+		t.Fatalf("no metrics address in the log: %s", d.out)
+	}
+	if _, err := os.ReadFile(filepath.Join(dir, "shared", "Welcome.txt")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "shared", "m.txt"), []byte("m"), 0o644)
+	if code, out := orgfsCmd(t, "sync", dir); code != 0 {
+		t.Fatal(out)
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`orgfs_requests_total{op="GET /files"}`, `orgfs_uploads_total 1`, "orgfs_cache_max_bytes 1.073741824e+10",
+		"# TYPE orgfs_uploaded_bytes_total counter", "# TYPE orgfs_uploads_pending gauge", "go_goroutines",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }

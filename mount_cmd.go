@@ -43,6 +43,7 @@ type mountOptions struct {
 	Umask        uint32
 	AllowOther   bool
 	Daemon       bool
+	MetricsAddr  string
 	DebugFUSE    bool
 	CPUProfile   string
 	Log          logging.Options
@@ -93,6 +94,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.Var((*octal)(&o.Umask), "umask", "permission bits taken from 0777 (folders) and 0666 (files), octal")
 	fs.BoolVar(&o.AllowOther, "allow-other", o.AllowOther, "let other users see the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	fs.BoolVar(&o.Daemon, "daemon", o.Daemon, "serve in the background: return once the mount answers (the log goes to --log-file, by default in the user's cache dir)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "serve Prometheus metrics (the counters of .ctl/stats) at http://ADDR/metrics, e.g. 127.0.0.1:9464")
 	fs.BoolVar(&o.DebugFUSE, "debug-fuse", o.DebugFUSE, "log every FUSE request")
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile of the daemon to this file (development)")
 	fs.MarkHidden("cpu-profile")
@@ -189,6 +191,14 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	server, fsys, err := mountTree(dir, st, client, o, log)
 	if err != nil {
 		return err
+	}
+	if o.MetricsAddr != "" {
+		stop, err := serveMetrics(o.MetricsAddr, fsys, log)
+		if err != nil {
+			server.Unmount()
+			return fmt.Errorf("--metrics-addr %s: %w", o.MetricsAddr, err)
+		}
+		atExit.add(stop)
 	}
 	fmt.Fprintf(stdout, "orgfs: mounted at %s (cache %s). Ctrl-C to unmount.\n", dir, cacheDir)
 	log.WithField("mountpoint", dir).WithField("cache", cacheDir).Info("mounted")

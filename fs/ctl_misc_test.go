@@ -110,7 +110,7 @@ func TestCtlUploadsQueue(t *testing.T) {
 	if !strings.Contains(q, "failed shared/too big.bin 5000 bytes") || !strings.Contains(q, "error") {
 		t.Fatalf("uploads reads %q, want the failed file with its path and error", q)
 	}
-	var st ctlStats
+	var st Stats
 	e.readJSON(&st, "stats")
 	if st.Uploads.Failed != 1 || st.Errors["450"] == 0 || st.Requests["POST /files (file)"].Requests == 0 {
 		t.Errorf("stats: %+v", st)

@@ -90,7 +90,7 @@ func (f *FS) ctlRoot() gofs.InodeEmbedder {
 		f.ctlLiveEntry(dir, "uploads", 0o644, f.uploadsRead, f.uploadsAction()),
 		f.ctlLiveEntry(dir, "uploads.json", 0o444, jsonRead(f.uploadsJSON), nil),
 		f.ctlFileEntry(dir, "sync", 0o200, nil, f.syncAction()),
-		f.ctlLiveEntry(dir, "stats", 0o444, jsonRead(f.stats), nil),
+		f.ctlLiveEntry(dir, "stats", 0o444, jsonRead(func(context.Context) (*Stats, error) { return f.Stats(), nil }), nil),
 		f.ctlFileEntry(dir, "refresh", 0o200, nil, refresh),
 		f.ctlResultEntry(dir),
 	}
@@ -178,8 +178,8 @@ func strictJSON(in string, v any) error {
 	return nil
 }
 
-// ctlStats is .ctl/stats.
-type ctlStats struct {
+// Stats are the mount's counters: .ctl/stats, and the metrics.
+type Stats struct {
 	Requests  map[string]api.OpStats `json:"requests"` // by endpoint
 	Errors    map[string]int64       `json:"errors"`   // failed calls by client_code
 	BytesUp   int64                  `json:"bytes_up"`
@@ -215,8 +215,9 @@ type ctlStats struct {
 	} `json:"uploads"`
 }
 
-func (f *FS) stats(context.Context) (*ctlStats, error) {
-	var s ctlStats
+// Stats returns the mount's counters now.
+func (f *FS) Stats() *Stats {
+	var s Stats
 	as := f.Admin.Stats()
 	s.Requests, s.Errors, s.BytesUp, s.BytesDown = as.Ops, as.Errors, as.BytesUploaded, as.BytesDownloaded
 	if f.Content != nil {
@@ -241,7 +242,7 @@ func (f *FS) stats(context.Context) (*ctlStats, error) {
 		s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed = ss.Pending, ss.Uploading, ss.Failed
 		s.Uploads.Uploaded, s.Uploads.Bytes, s.Uploads.StagedBytes = ss.Uploaded, ss.Bytes, ss.StagedBytes
 	}
-	return &s, nil
+	return &s
 }
 
 // uploadsRead is .ctl/uploads: one line per staged file.

@@ -5,7 +5,7 @@ DEMODIR ?= .demo
 MNT     ?= mnt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build test fmt-check vet lint unit soak demo emulator clean install uninstall
+.PHONY: build test fmt-check vet darwin lint unit soak demo emulator clean install uninstall
 
 # Where make install puts things (DESTDIR for packaging).
 PREFIX  ?= /usr/local
@@ -19,7 +19,7 @@ build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) .
 
 # The test command of README.md and CI: formatting, vet, and every test under the race detector.
-test: fmt-check vet lint unit
+test: fmt-check vet darwin lint unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -27,6 +27,11 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# macOS: the code builds and vets for darwin (macFUSE, FUSE-T).
+darwin:
+	GOOS=darwin $(GO) build ./...
+	GOOS=darwin $(GO) vet ./...
 
 lint:
 	$(GO) run $(STATICCHECK) ./...

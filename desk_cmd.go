@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -443,16 +442,10 @@ func runUnmount(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// unmountPath unmounts an orgfs mount: directly as root, else with fusermount3.
+// unmountPath unmounts an orgfs mount.
 func unmountPath(mnt string) error {
-	if os.Geteuid() == 0 {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			return fmt.Errorf("unmounting %s: %w (programs still use it? 'fusermount3 -u -z %s' detaches it)", mnt, err, mnt)
-		}
-		return nil
-	}
-	if out, err := exec.Command("fusermount3", "-u", mnt).CombinedOutput(); err != nil {
-		return fmt.Errorf("fusermount3 -u %s: %s", mnt, strings.TrimSpace(string(out)))
+	if err := userUnmount(mnt); err != nil {
+		return fmt.Errorf("unmounting %s: %w (programs still use it? close them, or detach it: fusermount3 -u -z %s)", mnt, err, mnt)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func TestSyncStatusUnmount(t *testing.T) {
 		t.Fatalf("sync with a full storage: %d %s", code, out)
 	}
 	code, out = orgfsCmd(t, "status", dir)
-	if !strings.Contains(out, "FAILED") || !strings.Contains(out, "shared/c.txt") {
+	if code != 0 || !strings.Contains(out, "FAILED") || !strings.Contains(out, "shared/c.txt") {
 		t.Errorf("status does not show the failure: %s", out)
 	}
 	code, out = orgfsCmd(t, "unmount", dir)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
@@ -426,17 +425,6 @@ func unmount(server *fuse.Server, dir string, log logrus.FieldLogger) bool {
 	}
 	log.WithError(err).Warn("the mount is in use: detached it; serving the programs still inside until they leave (Ctrl-C again to end now)")
 	return true
-}
-
-func lazyUnmount(dir string) error {
-	if os.Geteuid() == 0 {
-		return syscall.Unmount(dir, syscall.MNT_DETACH)
-	}
-	out, err := exec.Command("fusermount3", "-u", "-z", dir).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("fusermount3 -u -z: %v: %s", err, out)
-	}
-	return nil
 }
 
 // checkMountpoint refuses a missing, non-directory, mounted or non-empty

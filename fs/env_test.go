@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -169,7 +168,7 @@ func (e *testEnv) mount() {
 	t.Cleanup(func() {
 		if err := server.Unmount(); err != nil {
 			exec.Command("fusermount3", "-u", "-z", dir).Run()
-			syscall.Unmount(dir, syscall.MNT_DETACH)
+			testkit.Detach(dir)
 		}
 		store.Close()
 	})

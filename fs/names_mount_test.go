@@ -21,6 +21,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 // mountLogged mounts the env's store a second time, with a logger the test
@@ -38,7 +40,7 @@ func (e *testEnv) mountLogged() (string, *logtest.Hook) {
 	}
 	t.Cleanup(func() {
 		if err := server.Unmount(); err != nil {
-			syscall.Unmount(dir, syscall.MNT_DETACH)
+			testkit.Detach(dir)
 		}
 	})
 	return dir, hook

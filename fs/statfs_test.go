@@ -51,8 +51,9 @@ func TestStatfsShowsTheStorageQuota(t *testing.T) {
 		if err := syscall.Statfs(c.path, &st); err != nil {
 			t.Fatal(err)
 		}
-		gotSize, gotFree := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
-		if gotSize != size/st.Bsize*st.Bsize || gotFree != (size-used)/st.Bsize*st.Bsize {
+		bsize := int64(st.Bsize)
+		gotSize, gotFree := int64(st.Blocks)*bsize, int64(st.Bavail)*bsize
+		if gotSize != size/bsize*bsize || gotFree != (size-used)/bsize*bsize {
 			t.Errorf("statfs %s: size %d free %d; the service: size %d used %d", c.path, gotSize, gotFree, size, used)
 		}
 	}

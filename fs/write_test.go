@@ -156,7 +156,7 @@ func TestFullLocalDiskIsENOSPC(t *testing.T) {
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", staging).CombinedOutput(); err != nil {
 		t.Fatalf("a small tmpfs for the staging dir: %v: %s", err, out)
 	}
-	t.Cleanup(func() { syscall.Unmount(staging, syscall.MNT_DETACH) })
+	t.Cleanup(func() { testkit.Detach(staging) })
 	e := newEnv(t, envOptions{stagingDir: filepath.Join(staging, "s")})
 	err := os.WriteFile(e.path("shared", "huge.bin"), make([]byte, 4<<20), 0o644)
 	if !errors.Is(err, syscall.ENOSPC) {

@@ -144,7 +144,7 @@ func SmallDisk(t testing.TB, dir string, size int64) {
 	}
 	t.Cleanup(func() {
 		if err := syscall.Unmount(dir, 0); err != nil {
-			syscall.Unmount(dir, syscall.MNT_DETACH)
+			syscall.Unmount(dir, detachFlag)
 		}
 	})
 }
@@ -167,3 +167,7 @@ func FillDisk(t testing.TB, dir string) {
 		}
 	}
 }
+
+// Detach unmounts dir lazily (forced on macOS), best effort: the cleanup of
+// a mount that did not end cleanly.
+func Detach(dir string) { syscall.Unmount(dir, detachFlag) }

@@ -139,3 +139,70 @@ func TestSystemdNotify(t *testing.T) {
 	next("STOPPING=1", 10*time.Second)
 	d.wait()
 }
+
+// TestNonRootMount mounts as an unprivileged user (nobody) where the machine
+// lets users use FUSE, and otherwise checks the one-line reason and fix.
+func TestNonRootMount(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatal("setpriv (util-linux) is needed to run orgfs as another user")
+	}
+	// A place nobody can reach: the binary and the mount point.
+	base, err := os.MkdirTemp("", "orgfs-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("fusermount3", "-u", "-z", filepath.Join(base, "mnt")).Run(); os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	exe, mnt := filepath.Join(base, "orgfs"), filepath.Join(base, "mnt")
+	data, _ := os.ReadFile(binary)
+	os.WriteFile(exe, data, 0o755)
+	home := filepath.Join(base, "home")
+	for _, d := range []string{mnt, home} {
+		os.Mkdir(d, 0o777)
+		os.Chmod(d, 0o777)
+	}
+	asNobody := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", exe}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		return cmd
+	}
+	f, err := openAs65534("/dev/fuse")
+	if err != nil {
+		out, err := asNobody("mount", "--demo", mnt).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "may not open /dev/fuse") || !strings.Contains(string(out), "chmod 0666 /dev/fuse") {
+			t.Fatalf("a user without /dev/fuse: %v: %s", err, out)
+		}
+		return
+	}
+	f.Close()
+	out, err := asNobody("mount", "--demo", "--daemon", mnt).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "mounted at") {
+		t.Fatalf("mount as nobody: %v: %s", err, out)
+	}
+	if out, err := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "cat", filepath.Join(mnt, "shared", "Welcome.txt")).CombinedOutput(); err != nil || len(out) == 0 {
+		t.Errorf("reading as nobody: %v: %s", err, out)
+	}
+	if out, err := asNobody("unmount", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("unmount as nobody: %v: %s", err, out)
+	}
+	if conf, _ := os.ReadFile("/etc/fuse.conf"); !strings.Contains(string(conf), "\nuser_allow_other") && !strings.HasPrefix(string(conf), "user_allow_other") {
+		out, err := asNobody("mount", "--demo", "--allow-other", mnt).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "user_allow_other in /etc/fuse.conf") {
+			t.Errorf("--allow-other without user_allow_other: %v: %s", err, out)
+		}
+	}
+}
+
+// openAs65534 tells whether user 65534 may open a file for reading and
+// writing, by its mode and owner.
+func openAs65534(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().Perm()&0o006 != 0o006 {
+		return nil, os.ErrPermission
+	}
+	return os.OpenFile(path, os.O_RDWR, 0)
+}

@@ -172,6 +172,9 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err := checkMountpoint(dir, log); err != nil {
 		return err
 	}
+	if err := checkFUSE(o.AllowOther); err != nil {
+		return err
+	}
 	client, err := api.New(creds, api.Options{Logger: log, PerPage: 1000, IOTimeout: o.IOTimeout})
 	if err != nil {
 		return err

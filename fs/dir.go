@@ -123,6 +123,11 @@ func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 
 func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if probeName(name) && !n.cachedHas(name) {
+		if lf := n.fsys.local.get(n.key, name); lf != nil {
+			ch := n.localChild(ctx, name, lf)
+			entryAttr(ctx, ch, out)
+			return ch, 0
+		}
 		return nil, syscall.ENOENT // answered from memory: no request
 	}
 	v, errno := n.load(ctx)
@@ -200,6 +205,11 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 		}
 		entries[i] = fuse.DirEntry{Name: v.names[i], Mode: mode, Ino: ino}
 	}
+	for _, name := range n.fsys.local.names(n.key) {
+		if _, listed := v.byName[name]; !listed {
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: localIno(n.key, name)})
+		}
+	}
 	return gofs.NewListDirStream(entries), 0
 }
 
@@ -246,8 +256,14 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 		return nil, nil, 0, errno
 	}
 	if probeName(name) {
-		// Desktop litter (.DS_Store, Thumbs.db...) is never uploaded.
-		return nil, nil, 0, syscall.EACCES
+		// Desktop litter (._*, .DS_Store, Thumbs.db...) is kept in memory,
+		// never uploaded (local.go).
+		ch := n.localChild(ctx, name, n.fsys.local.create(n.key, name))
+		ln := ch.Operations().(*localNode)
+		var a fuse.AttrOut
+		ln.Getattr(ctx, nil, &a)
+		out.Attr = a.Attr
+		return ch, ln, fuse.FOPEN_DIRECT_IO, 0
 	}
 	st, errno := n.createStaged(ctx, name)
 	if errno != 0 {
@@ -322,6 +338,9 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if !n.fsys.writable(n.key.Area) {
 		return syscall.EROFS
 	}
+	if probeName(name) && n.fsys.local.remove(n.key, name) {
+		return 0
+	}
 	found := false
 	if st := n.fsys.Staging.Lookup(n.target(name)); st != nil {
 		if err := n.fsys.Staging.Remove(st); err != nil {
@@ -379,6 +398,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if err := n.fsys.Delete(ctx, n.key, f); err != nil {
 		return toErrno(n.fsys.Log, "deleting folder "+n.Path(nil)+"/"+name, err)
 	}
+	n.fsys.local.dropDir(key)
 	return 0
 }
 
@@ -392,6 +412,13 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	}
 	if errno := dst.checkNew(newName); errno != 0 {
 		return errno
+	}
+	if probeName(name) && n.fsys.local.get(n.key, name) != nil {
+		if !probeName(newName) {
+			return syscall.EXDEV // a local-only file becomes a real one by a copy (mv does it)
+		}
+		n.fsys.local.rename(n.key, name, dst.key, newName)
+		return 0
 	}
 	const renameNoreplace, renameExchange = 1, 2
 	if flags&renameExchange != 0 {

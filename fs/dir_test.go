@@ -4,11 +4,13 @@ package fs
 // in a folder: create, mkdir, unlink, rmdir, rename.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,16 +250,54 @@ func TestFoldersAndMoves(t *testing.T) {
 	}
 }
 
-func TestDesktopLitterIsNotUploaded(t *testing.T) {
+// TestDesktopLitterIsLocalOnly: what Finder and Explorer write beside files
+// (AppleDouble ._*, .DS_Store, Thumbs.db) is kept in memory, readable,
+// writable, listed, renamed and removed like a file, and never uploaded; a
+// copy with it succeeds.
+func TestDesktopLitterIsLocalOnly(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	for _, name := range []string{".DS_Store", "Thumbs.db", "._report.pdf"} {
-		if err := os.WriteFile(e.path("shared", name), []byte("x"), 0o644); !errors.Is(err, syscall.EACCES) {
-			t.Errorf("creating %s: %v, want EACCES", name, err)
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "report.pdf"), []byte("%PDF-1.4 report"), 0o644)
+	ad := bytes.Repeat([]byte{0, 5, 22, 7}, 1024) // an AppleDouble header and resource fork
+	os.WriteFile(filepath.Join(src, "._report.pdf"), ad, 0o644)
+	os.WriteFile(filepath.Join(src, ".DS_Store"), []byte("Bud1"), 0o644)
+	run(t, "cp", "-a", src+"/.", e.path("shared", "copy"))
+	e.settle()
+	if b, err := os.ReadFile(e.path("shared", "copy", "._report.pdf")); err != nil || !bytes.Equal(b, ad) {
+		t.Fatalf("reading the AppleDouble file back: %v", err)
+	}
+	if names := listNames(t, e.path("shared", "copy")); !slices.Equal(names, []string{".DS_Store", "._report.pdf", "report.pdf"}) {
+		t.Errorf("the copy lists %v", names)
+	}
+	if _, ok := e.serviceFile("copy/report.pdf"); !ok {
+		t.Error("the real file was not uploaded")
+	}
+	for _, name := range []string{".DS_Store", "._report.pdf"} {
+		if _, ok := e.serviceFile("copy/" + name); ok {
+			t.Errorf("%s was uploaded", name)
 		}
 	}
-	e.settle()
-	if n := e.requests("POST /files"); n != 0 {
-		t.Errorf("desktop files made %d uploads", n)
+	// Overwrite, append, rename among litter names, and remove.
+	p := e.path("shared", "copy", "Thumbs.db")
+	os.WriteFile(p, []byte("one"), 0o644)
+	f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString("two")
+	f.Close()
+	if b, _ := os.ReadFile(p); string(b) != "onetwo" {
+		t.Errorf("Thumbs.db reads %q", b)
+	}
+	if err := os.Rename(p, e.path("shared", "copy", "._Thumbs.db")); err != nil {
+		t.Errorf("renaming litter: %v", err)
+	}
+	if err := os.Rename(e.path("shared", "copy", "._Thumbs.db"), e.path("shared", "copy", "real.db")); !errors.Is(err, syscall.EXDEV) {
+		t.Errorf("renaming litter to a real name: %v, want EXDEV (mv copies)", err)
+	}
+	run(t, "rm", "-r", e.path("shared", "copy"))
+	if _, ok := e.serviceFile("copy"); ok {
+		t.Error("rm -r left the folder")
+	}
+	if n := e.requests("POST /files (file)") + e.requests("POST /files"); n > 2 {
+		t.Errorf("%d creations on the service; want the folder and report.pdf only", n)
 	}
 }
 

@@ -70,7 +70,8 @@ type FS struct {
 	opts  Options
 	start time.Time
 	ctl   *ctlState
-	root  *rootNode // set by Root
+	root  *rootNode  // set by Root
+	local localFiles // desktop litter, kept in memory (local.go)
 }
 
 // New makes the tree of a mount.

@@ -143,6 +143,7 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 	// The kernel checks permissions against the modes and owners shown, so
 	// --allow-other does not open every file to every user.
 	opts.MountOptions.Options = append(opts.MountOptions.Options, "default_permissions")
+	opts.MountOptions.Options = append(opts.MountOptions.Options, platformOptions(mo)...)
 	if f.opts.ReadOnly {
 		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
 	}

@@ -553,14 +553,15 @@ func (n *ctlFile) perform(ctx context.Context, in []byte) syscall.Errno {
 }
 
 // forgetFolder tells the kernel that the file's folder is gone, so that no
-// cached entry shows it (sent from a goroutine: never from inside a request).
+// cached entry shows it (sent at once: the request that removed it holds no
+// lock of that folder).
 func (n *ctlFile) forgetFolder() {
 	_, dir := n.Parent()
 	if dir == nil {
 		return
 	}
 	if folder, parent := dir.Parent(); parent != nil {
-		go parent.NotifyEntry(folder)
+		parent.NotifyEntry(folder)
 	}
 }
 

@@ -246,3 +246,34 @@ func TestCtlSeatsCreateAndSecretsStayOut(t *testing.T) {
 		t.Errorf("the action is not in the log:\n%s", logs.String())
 	}
 }
+
+// TestCtlActionRefreshesEveryFile: after an action anywhere in .ctl, the
+// files elsewhere that it moved (the team balance, the computer list,
+// today's log) show it at their next read, whatever the cache time.
+func TestCtlActionRefreshesEveryFile(t *testing.T) {
+	e := ctlEnv(t, envOptions{dirTTL: time.Hour})
+	fx := e.emu.Fixtures(e.org)
+	m := fmt.Sprint(fx.StoppedMachine)
+	day := time.Now().UTC().Format(dayFormat) + ".jsonl"
+	var u api.AccountUsage
+	e.readJSON(&u, "usage")
+	lines := strings.Count(e.read("logs", day), "\n")
+	var seats []api.Seat
+	e.readJSON(&seats, "seats")
+	e.mustWrite("10\n", "machines", m, "assign")
+	e.mustWrite("start\n", "machines", m, "power")
+	var after api.AccountUsage
+	e.readJSON(&after, "usage")
+	if after.UsageMinutes != u.UsageMinutes-10 {
+		t.Errorf(".ctl/usage after assign 10: %d, want %d", after.UsageMinutes, u.UsageMinutes-10)
+	}
+	if n := strings.Count(e.read("logs", day), "\n"); n < lines+2 {
+		t.Errorf("today's log has %d lines after two actions, had %d", n, lines)
+	}
+	e.readJSON(&seats, "seats")
+	for _, s := range seats {
+		if s.ID == fx.StoppedMachine && s.FriendlyStatus == api.SeatOff {
+			t.Errorf(".ctl/seats still shows computer %s off after start", m)
+		}
+	}
+}

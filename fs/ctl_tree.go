@@ -82,7 +82,7 @@ func (f *FS) ctlRoot() gofs.InodeEmbedder {
 		f.ctlLiveEntry(dir, "README", 0o444, func(context.Context) ([]byte, error) { return ctlReadme, nil }, nil),
 		f.ctlFileEntry(dir, "usage", 0o444, jsonRead(f.Admin.Usage), nil),
 		f.ctlFileEntry(dir, "software", 0o444, jsonRead(f.Admin.Software), nil),
-		f.ctlFileEntry(dir, "seats", 0o644, jsonRead(f.seatList), f.seatsAction()),
+		f.ctlLiveEntry(dir, "seats", 0o644, jsonRead(f.seatList), f.seatsAction()),
 		f.ctlDirEntry(dir, "machines", f.machinesList, nil),
 		f.ctlDirEntry(dir, "images", f.imagesList, nil),
 		f.ctlDirEntry(dir, "logs", f.logsList(dir+"/logs", api.LogsRequest{}), nil),
@@ -103,11 +103,12 @@ func (f *FS) Refresh() {
 	f.ctl.refresh()
 }
 
-// changed is called after every action: the values it may have moved are
-// read again (the computer list with its statuses, images, usage).
+// changed is called after every action: every value may have moved (the
+// computer list with its statuses, images, balances, today's log), so every
+// control file is read again at its next read.
 func (f *FS) changed() {
 	f.Dirs.DropSeats()
-	f.ctl.memo.drop()
+	f.ctl.refresh()
 }
 
 // seatList is every computer, every page, kept like listings (a second

@@ -92,7 +92,8 @@ func (f *FS) Root() gofs.InodeEmbedder {
 }
 
 // forgetPath tells the kernel to drop its entry of the mount's path p (as
-// "shared/a/b.txt"), when the kernel has one (sent from a goroutine).
+// "shared/a/b.txt"), when the kernel has one. It is sent at once, from inside the request that
+// removed the file (one on another folder, whose lock that request does not hold).
 func (f *FS) forgetPath(p string) {
 	if f.root == nil {
 		return
@@ -104,7 +105,7 @@ func (f *FS) forgetPath(p string) {
 			return
 		}
 	}
-	go dir.NotifyEntry(parts[len(parts)-1])
+	dir.NotifyEntry(parts[len(parts)-1])
 }
 
 // MountOptions are how the tree is mounted.

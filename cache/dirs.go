@@ -307,6 +307,20 @@ func (d *Dirs) Hide(key DirKey, id int64) {
 	d.Remove(key, id)
 }
 
+// HideName hides what the cached listing of key holds under name (a file
+// renamed away: what an upload left there is deleted after the new name's).
+func (d *Dirs) HideName(key DirKey, name string) {
+	l, ok := d.Cached(key)
+	if !ok {
+		return
+	}
+	for _, f := range l.Files {
+		if f.Name == name {
+			d.Hide(key, f.ID)
+		}
+	}
+}
+
 // visibleLocked is files without the hidden ones.
 func (d *Dirs) visibleLocked(files []api.File) []api.File {
 	if len(d.hide) == 0 {

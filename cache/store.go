@@ -179,13 +179,18 @@ func (s *Store) Supersede(parent DirKey, old api.File, st *Staged) {
 }
 
 // Move renames a pending file to to, replacing the service file replaces
-// there (0: none); a time set on it follows.
+// there (0: none); a time set on it follows. What the old name's listing
+// holds leaves it: an upload of the file that ended just before the move
+// put it there, and the staging deletes it once the new name is up.
 func (s *Store) Move(st *Staged, to Target, replaces int64) error {
 	from := st.Target()
 	if err := s.Staging.RenameReplacing(st, to, replaces); err != nil {
 		return err
 	}
 	s.Times.Move(from, to)
+	if from != to {
+		s.Dirs.HideName(DirKey{Area: from.Area, ID: from.ParentID}, from.Name)
+	}
 	return nil
 }
 

@@ -137,6 +137,9 @@ func TestRenameAsTheUploadEnds(t *testing.T) {
 	if _, ok := e.serviceFile("d/a.txt"); ok {
 		t.Errorf("a.txt is still on the service")
 	}
+	if names := listNames(t, e.path("shared", "d")); !slices.Equal(names, []string{"b.txt"}) {
+		t.Errorf("the mount lists %v, want [b.txt]", names)
+	}
 }
 
 // mv of a new file while its first upload ends: in neither the listing read

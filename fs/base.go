@@ -26,6 +26,9 @@ var (
 	_ = (gofs.NodeGetxattrer)((*node)(nil))
 	_ = (gofs.NodeSetxattrer)((*node)(nil))
 	_ = (gofs.NodeListxattrer)((*node)(nil))
+	_ = (gofs.NodeUnlinker)((*node)(nil))
+	_ = (gofs.NodeRmdirer)((*node)(nil))
+	_ = (gofs.NodeRenamer)((*node)(nil))
 )
 
 // Statfs reports the quota and use of the storage the node is in (see
@@ -44,6 +47,18 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 // take as "not supported here" rather than as a failure.
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	return syscall.ENOTSUP
+}
+
+// Unlink, Rmdir and Rename refuse, in the folders whose entries are fixed
+// (the root, computers/, .ctl): go-fuse would answer success for a node
+// without them, and the entry would vanish from the kernel's view while
+// nothing happened. Folders of the storage (dirNode) have their own.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
+
+func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return syscall.EPERM
 }
 
 // Listxattr lists none.

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
@@ -66,6 +68,38 @@ func TestStatfsOfEveryFolder(t *testing.T) {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(p, &st); err != nil || st.Bavail == 0 {
 			t.Errorf("statfs %s: %d blocks free (%v)", p, st.Bavail, err)
+		}
+	}
+}
+
+// TestFixedFoldersCannotBeRemoved: the root's folders, computers' folders
+// and the control files answer EPERM to rmdir, rm and mv, and stay.
+func TestFixedFoldersCannotBeRemoved(t *testing.T) {
+	e := newEnv(t, envOptions{seed: emulator.SeedDemo})
+	seats, _ := api.Collect(e.client.Seats(t.Context(), ""))
+	for _, c := range []struct {
+		op   string
+		path string
+	}{
+		{"rmdir", "shared"}, {"rmdir", "recordings"}, {"rmdir", ".ctl"}, {"rmdir", "computers"},
+		{"rmdir", "computers/" + seats[0].Name}, {"rm", ".ctl/usage"}, {"rmdir", ".ctl/machines"},
+		{"mv", "shared"}, {"mv", ".ctl/usage"},
+	} {
+		p := e.path(c.path)
+		var err error
+		switch c.op {
+		case "rmdir":
+			err = syscall.Rmdir(p)
+		case "rm":
+			err = syscall.Unlink(p)
+		case "mv":
+			err = syscall.Rename(p, p+".moved")
+		}
+		if !errors.Is(err, syscall.EPERM) {
+			t.Errorf("%s %s: %v, want EPERM", c.op, c.path, err)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s is gone after %s: %v", c.path, c.op, err)
 		}
 	}
 }

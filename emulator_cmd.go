@@ -47,8 +47,8 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("emulator", "", stdout)
 	fs.StringVar(&o.Listen, "listen", o.Listen, "address of the API (port 0 picks a free port)")
 	fs.StringVar(&o.ObjectsListen, "objects-listen", o.ObjectsListen, "address of the object store behind presigned URLs (port 0 picks a free port)")
-	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "where file contents, parts and ZIPs live (default: a temporary directory, removed at exit)")
-	fs.StringVar(&o.Seed, "seed", o.Seed, "initial content: demo (a populated organization), empty, or bench (empty plus the benchmarks' data in org-a's shared/bench)")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "keep the organizations' state (DIR/state.json) and file contents (DIR/objects) here across restarts (default: a temporary directory, removed at exit)")
+	fs.StringVar(&o.Seed, "seed", o.Seed, "initial content: demo (a populated organization), empty, or bench (empty plus the benchmarks' data in org-a's shared/bench); not applied when --data-dir holds a saved state")
 	fs.Var(&o.BenchFileSize, "bench-file-size", "size of bench/big.bin with --seed bench (default 1G)")
 	fs.StringVar(&o.CredentialsDir, "credentials-dir", o.CredentialsDir, "write one credentials file per organization here: org-a.json, org-b.json (default: DATA-DIR/credentials)")
 	fs.Var((*units.Duration)(&o.StepDelay), "step-delay", "time each step of an asynchronous job takes (image builds, computer power, download bundles)")
@@ -73,22 +73,10 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	}
 	defer closer.Close()
 
-	dataDir, cleanup := o.DataDir, func() {}
-	if dataDir == "" {
-		d, err := os.MkdirTemp("", "orgfs-emulator-")
-		if err != nil {
-			return err
-		}
-		dataDir, cleanup = d, func() { os.RemoveAll(d) }
-	}
-	defer cleanup()
-	credDir := o.CredentialsDir
-	if credDir == "" {
-		credDir = filepath.Join(dataDir, "credentials")
-	}
-
+	// Without --data-dir the emulator makes a temporary directory of its
+	// own, removed (with the credentials written into it) when it closes.
 	srv, err := emulator.Listen(emulator.Options{
-		DataDir:       dataDir,
+		DataDir:       o.DataDir,
 		Seed:          o.Seed,
 		StepDelay:     o.StepDelay,
 		Latency:       o.Latency,
@@ -102,11 +90,27 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() {
+		if err := srv.Close(); err != nil {
+			log.WithError(err).Error("closing the emulator")
+		}
+	}()
+	credDir := o.CredentialsDir
+	if credDir == "" {
+		credDir = filepath.Join(srv.Emulator.DataDir(), "credentials")
+	}
 	if err := srv.WriteCredentials(credDir); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "orgfs emulator: API at %s, object store at %s, counters at %s%s\n", srv.APIURL, srv.ObjectsURL, srv.APIURL, emulator.StatsPath)
+	switch state := srv.Emulator.StateFile(); {
+	case state == "":
+		fmt.Fprintf(stdout, "  state: seed %s, not kept (no --data-dir)\n", o.Seed)
+	case srv.Emulator.Restored():
+		fmt.Fprintf(stdout, "  state: restored from %s (--seed not applied)\n", state)
+	default:
+		fmt.Fprintf(stdout, "  state: seed %s, kept in %s\n", o.Seed, state)
+	}
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(stdout, "  %s credentials: %s\n", c.Name, filepath.Join(credDir, c.Name+".json"))
 	}

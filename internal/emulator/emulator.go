@@ -5,9 +5,12 @@
 // advanced lazily by an injectable clock, and an object store with presigned
 // URLs on a listener of its own (package objstore).
 //
+// With Options.DataDir the state is kept there across runs (state.go).
+//
 // Lock order: Emulator.mu, then nothing. upload.mu (one per upload, held for a
-// whole complete) is taken before Emulator.mu, never while holding it.
-// Emulator.mu is never held across object-store I/O, sleeps or network I/O.
+// whole complete) and saveMu (one save at a time) are taken before
+// Emulator.mu, never while holding it. Emulator.mu is never held across
+// object-store I/O, file I/O, sleeps or network I/O.
 package emulator
 
 import (
@@ -62,8 +65,8 @@ const (
 // Options configures an Emulator. Zero values take the defaults written next
 // to each field.
 type Options struct {
-	DataDir       string           // objects live under DataDir/objects; "" → a temp dir removed by Close
-	Seed          string           // "demo" (default) or "empty"
+	DataDir       string           // state (state.json) and objects (objects/) kept across runs; "" → a temp dir removed by Close, nothing kept
+	Seed          string           // "demo" (default), "empty" or "bench"; not applied when DataDir has a saved state
 	StepDelay     time.Duration    // per state-machine step; default 2s
 	Latency       time.Duration    // per API request
 	ObjectLatency time.Duration    // before the first byte of an object transfer
@@ -94,6 +97,18 @@ type Emulator struct {
 	step       time.Duration
 	catalog    *catalog
 	background sync.WaitGroup // asynchronous removals
+	objSecret  []byte         // signs presigned URLs (kept with the state)
+	restored   bool           // the state was loaded from dataDir
+	lock       *os.File       // the data directory's lock; nil when none
+
+	// persistence (state.go)
+	saveMu     sync.Mutex    // serializes saves; taken before mu
+	persist    bool          // guarded by mu; changes are saved
+	saveTimer  *time.Timer   // guarded by mu; a save is scheduled
+	saveCost   time.Duration // guarded by mu; how long the last save took
+	saved      bool          // guarded by mu; the final save is done
+	seededWith string        // guarded by mu; the seed the state started from
+	seededAt   time.Time     // guarded by mu
 
 	mu        sync.Mutex
 	closed    bool                 // guarded by mu
@@ -116,7 +131,8 @@ type Emulator struct {
 	fixtures  map[string]Fixtures  // guarded by mu (written by the seed)
 }
 
-// New creates an emulator with the seed of opts. Close releases it.
+// New creates an emulator with the state saved in opts.DataDir when there
+// is one (state.go), else with the seed of opts. Close releases it.
 func New(opts Options) (*Emulator, error) {
 	if opts.Seed == "" {
 		opts.Seed = SeedDemo
@@ -160,33 +176,64 @@ func New(opts Options) (*Emulator, error) {
 		fixtures: map[string]Fixtures{},
 	}
 	e.stats.init()
+	if err := e.open(); err != nil {
+		e.background.Wait()
+		e.cleanup()
+		return nil, fmt.Errorf("emulator: %w", err)
+	}
+	return e, nil
+}
+
+// open prepares the data directory, the object store and the state: the
+// saved one when the data directory has one, else the seed's.
+func (e *Emulator) open() error {
+	opts := e.opts
 	if opts.DataDir == "" {
 		d, err := os.MkdirTemp("", "orgfs-emulator-")
 		if err != nil {
-			return nil, fmt.Errorf("emulator: %w", err)
+			return err
 		}
 		e.dataDir, e.removeDir = d, true
 	} else {
 		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("emulator: %w", err)
+			return err
 		}
 		e.dataDir = opts.DataDir
+		lock, err := lockDir(e.dataDir)
+		if err != nil {
+			return err
+		}
+		e.lock = lock
+	}
+	statePath := filepath.Join(e.dataDir, stateFile)
+	const hint = "the state is left as it is: repair it, or move it away to start from a seed"
+	var st *stateJSON
+	if !e.removeDir {
+		var err error
+		if st, err = readState(statePath); err != nil {
+			return fmt.Errorf("%w (%s)", err, hint)
+		}
 	}
 	objDir := filepath.Join(e.dataDir, "objects")
-	// Objects of an earlier run are not referenced by this run's state.
-	if err := os.RemoveAll(objDir); err != nil {
-		e.cleanup()
-		return nil, fmt.Errorf("emulator: %w", err)
-	}
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		e.cleanup()
-		return nil, fmt.Errorf("emulator: %w", err)
+	if st == nil {
+		// Objects of an earlier run are not referenced by this run's state.
+		if err := os.RemoveAll(objDir); err != nil {
+			return err
+		}
+		e.objSecret = make([]byte, 32)
+		if _, err := rand.Read(e.objSecret); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if e.objSecret, err = objectSecret(st); err != nil {
+			return fmt.Errorf("%s: %w (%s)", statePath, err, hint)
+		}
 	}
 	e.objFaults = faults.New(opts.FaultRate, opts.FaultSeed+1)
-	st, err := objstore.New(objstore.Options{
+	store, err := objstore.New(objstore.Options{
 		Dir:           objDir,
-		Secret:        secret,
+		Secret:        e.objSecret,
 		Now:           opts.Now,
 		ObjectLatency: opts.ObjectLatency,
 		StreamRate:    opts.StreamRate,
@@ -194,26 +241,60 @@ func New(opts Options) (*Emulator, error) {
 		Log:           opts.Log,
 	})
 	if err != nil {
-		e.cleanup()
-		return nil, fmt.Errorf("emulator: object store: %w", err)
+		return fmt.Errorf("object store: %w", err)
 	}
-	e.store = st
+	e.store = store
 	e.handler = e.newHandler()
+	if st != nil {
+		if err := e.restore(st); err != nil {
+			return fmt.Errorf("%s: %w (%s)", statePath, err, hint)
+		}
+		keys, err := store.Keys()
+		if err != nil {
+			return err
+		}
+		e.mu.Lock()
+		missing := e.tidyObjects(keys)
+		e.restored, e.persist = true, true
+		e.mu.Unlock()
+		log := e.log.WithFields(map[string]any{"state": statePath, "seed": st.Seed, "seeded_at": isoTime(st.SeededAt), "saved_at": isoTime(st.SavedAt)})
+		if missing > 0 {
+			log.Warnf("%d files have lost their content (objects missing from %s)", missing, objDir)
+		}
+		if opts.Seed != st.Seed {
+			log.Infof("state restored; the seed %q is not applied (remove %s to start from it)", opts.Seed, statePath)
+		} else {
+			log.Info("state restored; the seed is not applied again")
+		}
+		return nil
+	}
 	if err := e.seed(opts.Seed); err != nil {
-		e.cleanup()
-		return nil, fmt.Errorf("emulator: seed %s: %w", opts.Seed, err)
+		return fmt.Errorf("seed %s: %w", opts.Seed, err)
 	}
 	if opts.Seed == SeedBench {
 		if err := e.seedBench(); err != nil {
-			e.cleanup()
-			return nil, fmt.Errorf("emulator: seed %s: %w", opts.Seed, err)
+			return fmt.Errorf("seed %s: %w", opts.Seed, err)
 		}
 	}
-	return e, nil
+	e.mu.Lock()
+	e.seededWith, e.seededAt = opts.Seed, e.now()
+	e.mu.Unlock()
+	if e.removeDir {
+		return nil
+	}
+	if err := e.save(false); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.persist = true
+	e.mu.Unlock()
+	e.log.WithField("state", statePath).Infof("no saved state: seeded %s; the state is kept in %s", opts.Seed, statePath)
+	return nil
 }
 
-// Close waits for asynchronous removals and deletes the data directory when
-// New created it. The emulator must not be used afterwards.
+// Close waits for asynchronous removals, saves the state when it is kept,
+// and deletes the data directory when New created it. The emulator must not
+// be used afterwards.
 func (e *Emulator) Close() error {
 	e.net.close()
 	e.mu.Lock()
@@ -222,16 +303,45 @@ func (e *Emulator) Close() error {
 		return nil
 	}
 	e.closed = true
+	persist := e.persist
+	if e.saveTimer != nil {
+		e.saveTimer.Stop() // a save under way finishes before the final one
+		e.saveTimer = nil
+	}
 	e.mu.Unlock()
 	e.background.Wait()
-	return e.cleanup()
+	var err error
+	if persist {
+		err = e.save(true)
+	}
+	if cerr := e.cleanup(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (e *Emulator) cleanup() error {
+	if e.lock != nil {
+		e.lock.Close() // releases the lock
+		e.lock = nil
+	}
 	if e.removeDir {
 		return os.RemoveAll(e.dataDir)
 	}
 	return nil
+}
+
+// Restored reports whether the state was loaded from the data directory (the
+// seed was not applied).
+func (e *Emulator) Restored() bool { return e.restored }
+
+// StateFile is the file the state is kept in; "" when it is not kept (no
+// Options.DataDir).
+func (e *Emulator) StateFile() string {
+	if e.removeDir {
+		return ""
+	}
+	return filepath.Join(e.dataDir, stateFile)
 }
 
 // Objects returns the object store behind the presigned URLs. Serve it on a
@@ -241,7 +351,7 @@ func (e *Emulator) Objects() *objstore.Store { return e.store }
 // Handler returns the API handler, serving /organization-management/v1/...
 func (e *Emulator) Handler() http.Handler { return e.handler }
 
-// DataDir is the directory holding the objects.
+// DataDir is the directory holding the state and the objects.
 func (e *Emulator) DataDir() string { return e.dataDir }
 
 // StepDelay is the duration of one state-machine step.

@@ -663,6 +663,7 @@ func (e *Emulator) CreateDir(org string, machineID, parentID int64, name string)
 	if err != nil {
 		return 0, err
 	}
+	e.changed()
 	return e.createDirIn(a, parentID, name, e.now())
 }
 
@@ -778,6 +779,7 @@ func (e *Emulator) writeFile(f *pendingFile, r io.Reader) error {
 	e.nodes[f.id] = n
 	p.children[f.name] = n
 	a.used += size
+	e.changed()
 	return nil
 }
 
@@ -801,6 +803,7 @@ func (e *Emulator) DeleteFile(org string, id int64) error {
 	} else {
 		e.dropUpload(n)
 	}
+	e.changed()
 	return nil
 }
 
@@ -817,6 +820,7 @@ func (e *Emulator) SetStorageQuota(org string, machineID int64, bytes int64) err
 		return fmt.Errorf("emulator: negative quota")
 	}
 	a.quota = bytes
+	e.changed()
 	return nil
 }
 
@@ -855,6 +859,10 @@ func contentTypeOf(name string) string {
 		return "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 	case ".html":
 		return "text/html"
+	case ".css":
+		return "text/css"
+	case ".js":
+		return "text/javascript"
 	}
 	return "application/octet-stream"
 }

@@ -188,6 +188,9 @@ func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	e.mu.Lock()
 	e.stats.count(route, payload.code(), fault)
+	if changesState(r.Method, route) {
+		e.changed()
+	}
 	e.mu.Unlock()
 
 	if fault == faults.Drop || drop {
@@ -216,6 +219,14 @@ func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.log.WithFields(map[string]any{"method": r.Method, "route": route, "status": status,
 		"client_code": payload.code(), "duration": time.Since(start)}).Debug("api request")
+}
+
+// changesState reports whether a request of route may change the state that
+// is saved: every method but GET, and the GETs that log (a file's download
+// URL) or build (a download job's ZIP).
+func changesState(method, route string) bool {
+	return method != http.MethodGet && method != http.MethodHead ||
+		route == "GET /files/{id}/download" || route == "GET /files/downloads/{id}"
 }
 
 // answer computes the HTTP status and the JSON object of the answer.

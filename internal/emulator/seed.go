@@ -1,7 +1,8 @@
 package emulator
 
 // Seeds. Both seeds create org-a (feature multiple_file_download) and org-b
-// (without it), keys "org-a-key" and "org-b-key", secrets random per run.
+// (without it), keys "org-a-key" and "org-b-key", secrets random per seeding
+// (kept with the state when it is kept: state.go).
 //
 // Seeded objects in a transitional state (a computer installing, an image
 // pending or building) hold that state: they have no scheduled transition, so
@@ -20,13 +21,12 @@ package emulator
 // files (one of 64 MiB, "small-files/" with 300 small files, names with
 // spaces, unicode and '#'), files in each computer's storage, recordings per
 // computer, and five weeks of action logs. org-b is smaller: two computers,
-// one image, a few files. Content is deterministic pseudo-random bytes (text
-// for text types).
+// one image, a few files. Every file holds deterministic content of its type
+// (content.go): text that reads as text, JSON that parses, pictures that
+// decode, PDFs and Office documents that open.
 
 import (
 	"fmt"
-	"hash/fnv"
-	"io"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -603,67 +603,4 @@ func (e *Emulator) seedLogs(sd *seeder, o *org, seats []*seat, seatless int64) {
 		e.appendLog(o, "machine_reset", o.admin, seats[1].id, map[string]any{"machine_name": seats[1].name}, at(8*day))
 		e.appendLog(o, "file_deleted", o.users[len(o.users)-1], 0, map[string]any{"file_name": "old draft.docx"}, at(4*day))
 	}
-}
-
-// newContent returns size bytes of deterministic content for a file name:
-// lines of words for text types, pseudo-random bytes otherwise. It is
-// generated as it is read (a 64 MiB file never sits in memory).
-func newContent(name string, size int64) io.Reader {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	seed := h.Sum64()
-	ct := contentTypeOf(name)
-	text := strings.HasPrefix(ct, "text/") || ct == "application/json"
-	var key [32]byte
-	for i := range 4 {
-		v := seed + uint64(i)*0x9e3779b97f4a7c15
-		for j := range 8 {
-			key[i*8+j] = byte(v >> (8 * j))
-		}
-	}
-	return &contentReader{left: size, text: text, cc: rand.NewChaCha8(key), rng: rand.New(rand.NewPCG(seed, 7))}
-}
-
-var seedWords = strings.Fields(`the of and to in is on for with as at by from orgfs cloud computer storage
-file folder render frame menu café budget team report plan data sensor shared upload download
-zip image template seat machine session recording note idea draft final review übersicht résumé`)
-
-type contentReader struct {
-	left int64
-	text bool
-	cc   *rand.ChaCha8
-	rng  *rand.Rand
-	line []byte // pending text
-}
-
-func (r *contentReader) Read(p []byte) (int, error) {
-	if r.left <= 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > r.left {
-		p = p[:r.left]
-	}
-	if !r.text {
-		r.cc.Read(p)
-		r.left -= int64(len(p))
-		return len(p), nil
-	}
-	n := 0
-	for n < len(p) {
-		if len(r.line) == 0 {
-			words := 5 + r.rng.IntN(10)
-			for i := range words {
-				if i > 0 {
-					r.line = append(r.line, ' ')
-				}
-				r.line = append(r.line, seedWords[r.rng.IntN(len(seedWords))]...)
-			}
-			r.line = append(r.line, '\n')
-		}
-		c := copy(p[n:], r.line)
-		r.line = r.line[c:]
-		n += c
-	}
-	r.left -= int64(n)
-	return n, nil
 }

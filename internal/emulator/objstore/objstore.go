@@ -611,6 +611,24 @@ func (s *Store) RemovePrefix(prefix string) error {
 	return nil
 }
 
+// Keys lists the keys of the objects stored, in no particular order.
+func (s *Store) Keys() ([]string, error) {
+	var keys []string
+	err := filepath.WalkDir(s.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if k, ok := s.keyOf(p); ok && !d.IsDir() {
+			keys = append(keys, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("objstore: listing: %w", err)
+	}
+	return keys, nil
+}
+
 // Stats returns the counters.
 func (s *Store) Stats() Stats {
 	c := &s.stats

@@ -25,14 +25,22 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/logging"
 )
 
+// jobs is how many files loop and uploadloop move at once.
+var jobs = 1
+
 func main() {
 	credPath := flag.String("credentials", "", "credentials file")
+	flag.IntVar(&jobs, "j", 1, "loop and uploadloop: files at once (16: the parallel script a user would write)")
 	flag.Parse()
+	// A parallel script keeps its connections, as curl's would.
+	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 64
 	if err := run(*credPath, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtool:", err)
 		os.Exit(1)
@@ -104,18 +112,21 @@ func run(credPath string, args []string) error {
 		if err != nil {
 			return err
 		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(jobs)
 		for _, e := range ents {
-			f, err := os.Open(filepath.Join(args[1], e.Name()))
-			if err != nil {
+			g.Go(func() error {
+				f, err := os.Open(filepath.Join(args[1], e.Name()))
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				st, _ := f.Stat()
+				_, err = c.Upload(gctx, api.UploadRequest{ParentID: dir.ID, Name: e.Name(), Size: st.Size(), Body: f, Overwrite: true})
 				return err
-			}
-			st, _ := f.Stat()
-			_, err = c.Upload(ctx, api.UploadRequest{ParentID: dir.ID, Name: e.Name(), Size: st.Size(), Body: f, Overwrite: true})
-			f.Close()
-			if err != nil {
-				return err
-			}
+			})
 		}
+		return g.Wait()
 	case args[0] == "count" && len(args) == 2:
 		dir, err := resolve(ctx, c, args[1])
 		if err != nil {
@@ -188,24 +199,29 @@ func loop(ctx context.Context, c *api.Client, dir, out string) error {
 		return err
 	}
 	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(jobs)
 	for _, f := range files {
-		link, err := c.FileURL(ctx, f.ID)
-		if err != nil {
-			return err
-		}
-		resp, err := http.Get(link.URL)
-		if err != nil {
-			return err
-		}
-		dst, err := os.Create(filepath.Join(out, f.Name))
-		if err == nil {
+		g.Go(func() error {
+			link, err := c.FileURL(gctx, f.ID)
+			if err != nil {
+				return err
+			}
+			resp, err := http.Get(link.URL)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			dst, err := os.Create(filepath.Join(out, f.Name))
+			if err != nil {
+				return err
+			}
 			_, err = io.Copy(dst, resp.Body)
-			dst.Close()
-		}
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
+			return errors.Join(err, dst.Close())
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	fmt.Printf("%d files in %.3f s\n", len(files), time.Since(start).Seconds())
 	return nil

@@ -20,26 +20,10 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	orgfs "github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/internal/units"
 )
-
-// ctlUpload is a line of .ctl/uploads.json.
-type ctlUpload struct {
-	Path     string `json:"path"`
-	State    string `json:"state"`
-	Size     int64  `json:"size"`
-	Done     int64  `json:"done"`
-	Total    int64  `json:"total"`
-	Attempts int    `json:"attempts"`
-	Error    string `json:"error,omitempty"`
-}
-
-// ctlResult is a .ctl folder's result file.
-type ctlResult struct {
-	OK      bool            `json:"ok"`
-	Errno   string          `json:"errno"`
-	Message string          `json:"message"`
-	Record  json.RawMessage `json:"record"`
-}
 
 // orgfsMounts lists the mount points of orgfs mounts (/proc/mounts).
 func orgfsMounts() []string {
@@ -112,15 +96,15 @@ func readCtl(mnt, name string, v any) error {
 
 // writeCtl writes one input to a control file and returns the error of the
 // write or the close with the folder's result.
-func writeCtl(mnt, name, input string) (ctlResult, error) {
+func writeCtl(mnt, name, input string) (orgfs.Result, error) {
 	p := filepath.Join(mnt, ".ctl", name)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
-		return ctlResult{}, err
+		return orgfs.Result{}, err
 	}
 	_, werr := f.WriteString(input)
 	cerr := f.Close()
-	var r ctlResult
+	var r orgfs.Result
 	if err := readCtl(mnt, filepath.Join(filepath.Dir(name), "result"), &r); err != nil && werr == nil && cerr == nil {
 		return r, err
 	}
@@ -163,9 +147,8 @@ func runSync(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s (%v)", r.Message, err)
 	}
-	var rec struct{ Files int }
-	json.Unmarshal(r.Record, &rec)
-	fmt.Fprintf(stdout, "orgfs: %d files on the service (%s)\n", rec.Files, time.Since(start).Round(time.Millisecond))
+	rec, _ := r.Record.(map[string]any)
+	fmt.Fprintf(stdout, "orgfs: %v files on the service (%s)\n", rec["files"], time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -178,8 +161,8 @@ MOUNTPOINT, the only orgfs mount there is.`
 
 // status is what orgfs status shows: the stats and the queue.
 type status struct {
-	Stats   map[string]any `json:"stats"`
-	Uploads []ctlUpload    `json:"uploads"`
+	Stats   orgfs.Stats    `json:"stats"`
+	Uploads []orgfs.Upload `json:"uploads"`
 }
 
 func readStatus(mnt string) (status, error) {
@@ -223,40 +206,27 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 
 // printSummary writes the counters of .ctl/stats in a few lines.
 func printSummary(w io.Writer, mnt string, st status) {
-	num := func(path ...string) float64 {
-		var v any = st.Stats
-		for _, p := range path {
-			m, _ := v.(map[string]any)
-			v = m[p]
-		}
-		f, _ := v.(float64)
-		return f
-	}
-	var requests, failures float64
-	if ops, ok := st.Stats["requests"].(map[string]any); ok {
-		for _, o := range ops {
-			m, _ := o.(map[string]any)
-			r, _ := m["requests"].(float64)
-			f, _ := m["failures"].(float64)
-			requests, failures = requests+r, failures+f
-		}
+	s := st.Stats
+	var requests, failures int64
+	for _, o := range s.Requests {
+		requests, failures = requests+o.Requests, failures+o.Failures
 	}
 	fmt.Fprintf(w, "orgfs at %s\n", mnt)
 	fmt.Fprintf(w, "  cache     %s of %s in %d files, listing hit rate %.0f%%\n",
-		humanBytes(num("cache", "bytes")), humanBytes(num("cache", "max_bytes")), int(num("cache", "files")), 100*num("cache", "listing_hit_rate"))
-	fmt.Fprintf(w, "  traffic   %s up, %s down, %d requests, %d failed", humanBytes(num("bytes_up")), humanBytes(num("bytes_down")), int(requests), int(failures))
-	if errs, ok := st.Stats["errors"].(map[string]any); ok && len(errs) > 0 {
-		codes := make([]string, 0, len(errs))
-		for c, n := range errs {
-			codes = append(codes, fmt.Sprintf("%s×%v", c, n))
+		units.FormatSize(s.Cache.Bytes), units.FormatSize(s.Cache.MaxBytes), s.Cache.Files, 100*s.Cache.HitRate)
+	fmt.Fprintf(w, "  traffic   %s up, %s down, %d requests, %d failed", units.FormatSize(s.BytesUp), units.FormatSize(s.BytesDown), requests, failures)
+	if len(s.Errors) > 0 {
+		codes := make([]string, 0, len(s.Errors))
+		for c, n := range s.Errors {
+			codes = append(codes, fmt.Sprintf("%s×%d", c, n))
 		}
 		sort.Strings(codes)
 		fmt.Fprintf(w, " (%s)", strings.Join(codes, ", "))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  bundles   %d jobs, %d files\n", int(num("bundles", "jobs")), int(num("bundles", "files")))
+	fmt.Fprintf(w, "  bundles   %d jobs, %d files\n", s.Bundles.Jobs, s.Bundles.Files)
 	fmt.Fprintf(w, "  uploads   %d pending, %d in flight, %d failed; %d sent since the mount (%s)\n",
-		int(num("uploads", "pending")), int(num("uploads", "in_flight")), int(num("uploads", "failed")), int(num("uploads", "uploaded")), humanBytes(num("uploads", "bytes")))
+		s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed, s.Uploads.Uploaded, units.FormatSize(s.Uploads.Bytes))
 	for _, u := range st.Uploads {
 		if u.State == "failed" {
 			fmt.Fprintf(w, "  FAILED    %s: %s (echo retry > .ctl/uploads)\n", u.Path, u.Error)
@@ -265,7 +235,7 @@ func printSummary(w io.Writer, mnt string, st status) {
 }
 
 // printQueue lists the files waiting to upload, a line each, with a bar.
-func printQueue(w io.Writer, ups []ctlUpload) {
+func printQueue(w io.Writer, ups []orgfs.Upload) {
 	var size, done int64
 	for _, u := range ups {
 		if u.State == "uploaded" {
@@ -276,10 +246,10 @@ func printQueue(w io.Writer, ups []ctlUpload) {
 			cur = u.Done
 		}
 		size, done = size+u.Size, done+cur
-		fmt.Fprintf(w, "  %-9s %s %s %s\n", u.State, textBar(cur, u.Size), humanBytes(float64(u.Size)), u.Path)
+		fmt.Fprintf(w, "  %-9s %s %s %s\n", u.State, textBar(cur, u.Size), units.FormatSize(u.Size), u.Path)
 	}
 	if size > 0 {
-		fmt.Fprintf(w, "  %-9s %s %s of %s\n", "total", textBar(done, size), humanBytes(float64(done)), humanBytes(float64(size)))
+		fmt.Fprintf(w, "  %-9s %s %s of %s\n", "total", textBar(done, size), units.FormatSize(done), units.FormatSize(size))
 	}
 }
 
@@ -293,19 +263,6 @@ func textBar(done, total int64) string {
 	}
 	n := int(pct * width / 100)
 	return "[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + fmt.Sprintf("] %3d%%", pct)
-}
-
-func humanBytes(n float64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%.0f B", n)
-	}
-	exp := 0
-	for n >= unit && exp < 5 {
-		n /= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", n, " KMGTP"[exp])
 }
 
 // showQueue draws a bar per file waiting to upload and a total with rate and
@@ -325,7 +282,7 @@ func showQueue(ctx context.Context, w io.Writer, mnt string, untilEmpty bool) er
 	tick := time.NewTicker(time.Second / 2)
 	defer tick.Stop()
 	for {
-		var ups []ctlUpload
+		var ups []orgfs.Upload
 		if err := readCtl(mnt, "uploads.json", &ups); err != nil {
 			p.Shutdown()
 			return err
@@ -413,7 +370,7 @@ func runUnmount(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	type outcome struct {
-		r   ctlResult
+		r   orgfs.Result
 		err error
 	}
 	synced := make(chan outcome, 1)

@@ -70,12 +70,13 @@ type Dirs struct {
 	// constants
 	ttl time.Duration
 
-	mu    sync.Mutex
-	dirs  map[DirKey]*Listing // guarded by mu
-	seats *seatList           // guarded by mu
-	gen   uint64              // guarded by mu; bumped by DropAll, so a fetch begun before it is not stored
-	adds  int                 // guarded by mu; listings stored since the last pruning
-	hide  map[int64]bool      // guarded by mu; files the mount removed that the service may still list
+	mu      sync.Mutex
+	dirs    map[DirKey]*Listing // guarded by mu
+	seats   *seatList           // guarded by mu
+	gen     uint64              // guarded by mu; bumped by DropAll and edits, so a listing fetch begun before is not stored
+	seatGen uint64              // guarded by mu; the same for the computer list (DropAll, DropSeats)
+	adds    int                 // guarded by mu; listings stored since the last pruning
+	hide    map[int64]bool      // guarded by mu; files the mount removed that the service may still list
 
 	group singleflight.Group
 	stats struct{ listings, seatLists, hits atomic.Int64 }
@@ -171,14 +172,18 @@ func (d *Dirs) fetch(ctx context.Context, key DirKey) ([]api.File, error) {
 }
 
 // Seats returns the organization's computers, from the cache while fresh.
-func (d *Dirs) Seats(ctx context.Context) ([]api.Seat, error) {
+func (d *Dirs) Seats(ctx context.Context) ([]api.Seat, error) { return d.SeatsWithin(ctx, d.ttl) }
+
+// SeatsWithin is Seats, taken from the cache only when it is younger than
+// maxAge (as well as fresh): a computer changing state is watched closer.
+func (d *Dirs) SeatsWithin(ctx context.Context, maxAge time.Duration) ([]api.Seat, error) {
 	d.mu.Lock()
-	if s := d.seats; s != nil && d.fresh(s.fetched) {
+	if s := d.seats; s != nil && d.fresh(s.fetched) && d.now().Sub(s.fetched) < maxAge {
 		d.mu.Unlock()
 		d.stats.hits.Add(1)
 		return s.seats, nil
 	}
-	gen := d.gen
+	gen := d.seatGen
 	d.mu.Unlock()
 	v, err, _ := d.group.Do(fmt.Sprintf("seats/%d", gen), func() (any, error) {
 		fetched := d.now()
@@ -188,7 +193,7 @@ func (d *Dirs) Seats(ctx context.Context) ([]api.Seat, error) {
 		}
 		d.stats.seatLists.Add(1)
 		d.mu.Lock()
-		if d.gen == gen {
+		if d.seatGen == gen {
 			d.seats = &seatList{seats, fetched}
 		}
 		d.mu.Unlock()
@@ -228,14 +233,16 @@ func (d *Dirs) DropAll() {
 	d.dirs = map[DirKey]*Listing{}
 	d.seats = nil
 	d.gen++
+	d.seatGen++
 	d.mu.Unlock()
 }
 
-// DropSeats forgets the computer list (a change made through .ctl).
+// DropSeats forgets the computer list (a change made through .ctl); the
+// folder listings stay.
 func (d *Dirs) DropSeats() {
 	d.mu.Lock()
 	d.seats = nil
-	d.gen++
+	d.seatGen++
 	d.mu.Unlock()
 }
 

@@ -83,7 +83,7 @@ func (f *ctlFolder) generation() uint64 {
 }
 
 // record keeps an outcome as the folder's result and bumps its generation.
-func (f *ctlFolder) record(r ctlResult) {
+func (f *ctlFolder) record(r Result) {
 	b, _ := jsonOut(r)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -100,8 +100,8 @@ func (f *ctlFolder) result() []byte {
 	return f.last
 }
 
-// ctlResult is a folder's result file: the outcome of its last write.
-type ctlResult struct {
+// Result is a folder's result file: the outcome of its last write.
+type Result struct {
 	OK      bool      `json:"ok"`
 	Code    int       `json:"code"`            // the service's client_code; 0 when refused before any request
 	Errno   string    `json:"errno,omitempty"` // what the write returned, e.g. EBUSY
@@ -125,8 +125,8 @@ func refuse(errno syscall.Errno, format string, args ...any) error {
 }
 
 // outcome turns an action's error into its result and errno.
-func (f *FS) outcome(action string, err error) (ctlResult, syscall.Errno) {
-	r := ctlResult{OK: err == nil, Code: api.CodeOK, Message: "OK", Time: time.Now().UTC(), Action: action}
+func (f *FS) outcome(action string, err error) (Result, syscall.Errno) {
+	r := Result{OK: err == nil, Code: api.CodeOK, Message: "OK", Time: time.Now().UTC(), Action: action}
 	if err == nil {
 		return r, 0
 	}
@@ -151,17 +151,18 @@ func (f *FS) outcome(action string, err error) (ctlResult, syscall.Errno) {
 	return r, errno
 }
 
+// errnoNames are the symbolic names results show for the errnos writes return.
+var errnoNames = map[syscall.Errno]string{
+	syscall.ENOENT: "ENOENT", syscall.EACCES: "EACCES", syscall.EINVAL: "EINVAL", syscall.EBUSY: "EBUSY",
+	syscall.EDQUOT: "EDQUOT", syscall.EIO: "EIO", syscall.EFBIG: "EFBIG", syscall.EALREADY: "EALREADY",
+	syscall.EAGAIN: "EAGAIN", syscall.ENOSPC: "ENOSPC", syscall.EEXIST: "EEXIST", syscall.EROFS: "EROFS",
+	syscall.ETIMEDOUT: "ETIMEDOUT", syscall.EINTR: "EINTR", syscall.ENOTSUP: "ENOTSUP", syscall.EPERM: "EPERM",
+}
+
 // errnoName is the symbolic name of an errno (EBUSY), as a result shows it.
 func errnoName(e syscall.Errno) string {
-	for name, v := range map[string]syscall.Errno{
-		"ENOENT": syscall.ENOENT, "EACCES": syscall.EACCES, "EINVAL": syscall.EINVAL, "EBUSY": syscall.EBUSY,
-		"EDQUOT": syscall.EDQUOT, "EIO": syscall.EIO, "EFBIG": syscall.EFBIG, "EALREADY": syscall.EALREADY,
-		"EAGAIN": syscall.EAGAIN, "ENOSPC": syscall.ENOSPC, "EEXIST": syscall.EEXIST, "EROFS": syscall.EROFS,
-		"ETIMEDOUT": syscall.ETIMEDOUT, "EINTR": syscall.EINTR, "ENOTSUP": syscall.ENOTSUP,
-	} {
-		if v == e {
-			return name
-		}
+	if name, ok := errnoNames[e]; ok {
+		return name
 	}
 	return fmt.Sprintf("errno %d", int(e))
 }
@@ -222,14 +223,6 @@ func (m *memo) get(ctx context.Context, key string, fetch func(ctx context.Conte
 		return v, nil
 	})
 	return v, err
-}
-
-// forget drops one value.
-func (m *memo) forget(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.gen++
-	delete(m.m, key)
 }
 
 func (m *memo) drop() {

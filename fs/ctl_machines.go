@@ -35,7 +35,7 @@ func (f *FS) machinesList(ctx context.Context) ([]ctlEntry, error) {
 // service again first). An id not in the list is ENOENT.
 func (f *FS) seat(ctx context.Context, id int64, fresh bool) (*api.Seat, error) {
 	if fresh {
-		f.ctl.memo.forget("seats")
+		f.Dirs.DropSeats()
 	}
 	seats, err := f.seatList(ctx)
 	if err != nil {

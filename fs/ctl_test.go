@@ -77,16 +77,16 @@ func (e *testEnv) mustWrite(s string, parts ...string) {
 }
 
 // result reads a folder's result.
-func (e *testEnv) result(dir ...string) ctlResult {
+func (e *testEnv) result(dir ...string) Result {
 	e.t.Helper()
-	var r ctlResult
+	var r Result
 	e.readJSON(&r, append(dir, "result")...)
 	return r
 }
 
 // refused checks that writing s fails with want, says why in the folder's
 // result and, for bad input, sends no request that could act.
-func (e *testEnv) refused(want syscall.Errno, s string, parts ...string) ctlResult {
+func (e *testEnv) refused(want syscall.Errno, s string, parts ...string) Result {
 	e.t.Helper()
 	before := e.actingRequests()
 	err := e.write(s, parts...)

@@ -111,24 +111,23 @@ func (f *FS) changed() {
 	f.ctl.refresh()
 }
 
-// seatList is every computer, every page, kept like listings (a second
-// only while one of them changes state).
+// seatList is every computer, every page, from the listing cache that
+// computers/ uses too; while one of them changes state it is a second old at
+// most, so that scripts waiting for a state see it when it comes.
 func (f *FS) seatList(ctx context.Context) ([]api.Seat, error) {
-	l, err := memoGet(ctx, f.ctl.memo, "seats", func(ctx context.Context) (seatsInMotion, error) {
-		seats, err := api.Collect(f.Admin.Seats(ctx, ""))
-		if seats == nil && err == nil {
-			seats = []api.Seat{}
-		}
-		return seats, err
-	})
-	return l, err
+	seats, err := f.Dirs.Seats(ctx)
+	if err == nil && seatsMoving(seats) {
+		seats, err = f.Dirs.SeatsWithin(ctx, briefTTL)
+	}
+	if seats == nil && err == nil {
+		seats = []api.Seat{}
+	}
+	return seats, err
 }
 
-// seatsInMotion is a computer list, moving while any computer changes state.
-type seatsInMotion []api.Seat
-
-func (l seatsInMotion) moving() bool {
-	for _, s := range l {
+// seatsMoving reports whether a computer is between off and running.
+func seatsMoving(seats []api.Seat) bool {
+	for _, s := range seats {
 		switch s.FriendlyStatus {
 		case api.SeatOff, api.SeatReady:
 		default:
@@ -258,8 +257,8 @@ func (f *FS) uploadsRead(context.Context) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// ctlUpload is one line of .ctl/uploads.json.
-type ctlUpload struct {
+// Upload is one line of .ctl/uploads.json.
+type Upload struct {
 	Path     string `json:"path"`
 	State    string `json:"state"` // open, waiting, queued, uploading, retrying, failed, uploaded
 	Size     int64  `json:"size"`
@@ -270,8 +269,8 @@ type ctlUpload struct {
 }
 
 // uploadsJSON is .ctl/uploads.json: the queue for programs (orgfs status).
-func (f *FS) uploadsJSON(context.Context) ([]ctlUpload, error) {
-	out := []ctlUpload{}
+func (f *FS) uploadsJSON(context.Context) ([]Upload, error) {
+	out := []Upload{}
 	if f.Staging == nil {
 		return out, nil
 	}
@@ -280,7 +279,7 @@ func (f *FS) uploadsJSON(context.Context) ([]ctlUpload, error) {
 		if p == "" {
 			p = e.Target.String()
 		}
-		out = append(out, ctlUpload{Path: p, State: e.State, Size: e.Size, Done: e.Done, Total: e.Total, Attempts: e.Attempts, Error: e.Err})
+		out = append(out, Upload{Path: p, State: e.State, Size: e.Size, Done: e.Done, Total: e.Total, Attempts: e.Attempts, Error: e.Err})
 	}
 	return out, nil
 }

@@ -6,7 +6,36 @@ import (
 )
 
 // Locks: Staging.mu (a leaf, see doc.go): every function here is called with
-// it held (the timers' functions take it), and does no I/O.
+// it held (the timers' functions take it), and does no I/O but an fstat.
+
+// smallFile is the size up to which a staged file is small. A small file
+// waits a tenth of the write-back delay after its last close (sending it
+// again, should it change, costs little; a folder of small files goes up
+// while it is still being copied), and has more upload workers: its upload
+// is three requests' latency, not bandwidth, so Transfers files of any size
+// go at once, and small ones beside them up to smallLanes times as many.
+const (
+	smallFile  = 1 << 20
+	smallLanes = 4
+)
+
+// sizeLocked is st's local size now (the last seen once it is closed).
+func (s *Staging) sizeLocked(st *Staged) int64 {
+	if !st.closedFile {
+		if fi, err := st.f.Stat(); err == nil {
+			st.lastSize = fi.Size()
+		}
+	}
+	return st.lastSize
+}
+
+// delayLocked is the write-back delay of st: a tenth for a small file.
+func (s *Staging) delayLocked(st *Staged) time.Duration {
+	if s.sizeLocked(st) <= smallFile {
+		return s.writeBack / 10
+	}
+	return s.writeBack
+}
 
 // waitLocked puts a changed file in the waiting state: queued at once when
 // draining or flushed, after the write-back delay when nobody has it open.
@@ -17,7 +46,7 @@ func (s *Staging) waitLocked(st *Staged) {
 	case s.draining > 0 || st.flushers > 0:
 		s.enqueueLocked(st, st.flushers > 0)
 	case st.writers == 0:
-		s.armLocked(st, s.writeBack)
+		s.armLocked(st, s.delayLocked(st))
 	default:
 		s.stopTimerLocked(st)
 	}
@@ -67,6 +96,7 @@ func (s *Staging) enqueueLocked(st *Staged, front bool) {
 		return
 	}
 	st.state = stQueued
+	st.small = s.sizeLocked(st) <= smallFile
 	if front {
 		s.queue = slices.Insert(s.queue, 0, st)
 	} else {
@@ -101,10 +131,11 @@ func (s *Staging) notifyLocked() {
 }
 
 // takeLocked removes from the queue the first file whose target has no
-// upload in flight (uploads to one name never overlap), or returns nil.
+// upload in flight (uploads to one name never overlap) and, unless small,
+// while fewer than Transfers files that are not small upload; or returns nil.
 func (s *Staging) takeLocked() *Staged {
 	for i, st := range s.queue {
-		if s.busy[st.target] == 0 {
+		if s.busy[st.target] == 0 && (st.small || s.bigBusy < s.transfers) {
 			s.queue = slices.Delete(s.queue, i, i+1)
 			return st
 		}

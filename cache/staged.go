@@ -48,6 +48,7 @@ type Staged struct {
 	uploadedAs  api.File           // the service's file the last upload made, while uploaded (and once retired)
 	closedFile  bool               // f is closed
 	lastSize    int64              // size and mtime as last seen, for after the file is closed
+	small       bool               // small (smallFile) when last queued
 	lastMod     time.Time
 }
 

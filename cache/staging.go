@@ -90,7 +90,8 @@ type StagingStats struct {
 
 // Staging holds the files written through the mount until they are on the
 // service, and uploads them: a queue on disk (one data file and one record per
-// staged file) worked by a pool of Transfers workers.
+// staged file) worked by a pool of workers: Transfers files at once, and
+// small files beside them (see smallFile).
 type Staging struct {
 	// dependencies
 	client     Client
@@ -114,6 +115,7 @@ type Staging struct {
 	orphans  map[*Staged]struct{} // guarded by mu; removed or uploaded but still open (file kept open)
 	queue    []*Staged            // guarded by mu; queued files, next first
 	busy     map[Target]int       // guarded by mu; uploads in flight per target, removed files' included
+	bigBusy  int                  // guarded by mu; uploads in flight of files that are not small
 	next     int64                // guarded by mu; number of the next staged file
 	changed  chan struct{}        // guarded by mu; closed (and replaced) at every settled upload, removal and Close
 	draining int                  // guarded by mu; Drain calls running: files upload at once
@@ -153,7 +155,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 		cancel()
 		return nil, err
 	}
-	for range s.transfers {
+	for range s.transfers * smallLanes {
 		s.wg.Add(1)
 		go s.worker()
 	}

@@ -275,7 +275,7 @@ func stagingDrain(t *testing.T, s *Staging, d time.Duration) {
 
 func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
-	s := e.open(StagingOptions{WriteBack: 800 * time.Millisecond})
+	s := e.open(StagingOptions{WriteBack: 8 * time.Second})
 	text := stagingShared("notes.txt")
 	data := testkit.RandBytes(100_000, 1)
 	st := e.create(s, text, 0, data)
@@ -335,7 +335,7 @@ func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 
 func TestStagingOpenWriterCancelsTheWait(t *testing.T) {
 	e := newFakeStagingEnv(t)
-	s := e.open(StagingOptions{WriteBack: 600 * time.Millisecond})
+	s := e.open(StagingOptions{WriteBack: 6 * time.Second})
 	tg := stagingShared("draft.bin")
 	first := testkit.RandBytes(5000, 4)
 	st := e.create(s, tg, 0, first)
@@ -944,4 +944,52 @@ func TestStagedUploadedOnceRetired(t *testing.T) {
 	if _, ok := gone.Uploaded(); ok {
 		t.Fatal("Uploaded of a removed file")
 	}
+}
+
+// TestStagingSmallFilesGoSoonerAndBeside: a small file waits a tenth of the
+// write-back delay, and small files upload beside the Transfers big ones.
+func TestStagingSmallFilesGoSoonerAndBeside(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: 3 * time.Second, Transfers: 1})
+	big, small := stagingShared("big.bin"), stagingShared("small.txt")
+	bigData := testkit.RandBytes(smallFile+1, 1)
+	e.create(s, big, 0, bigData)
+	e.create(s, small, 0, []byte("small"))
+	testkit.WaitFor(t, 2*time.Second, "the small file's upload", func() bool { return s.Stats().Uploaded == 1 })
+	e.want(small, []byte("small"))
+	e.absent(big) // still within its delay
+	testkit.WaitFor(t, 10*time.Second, "the big file's upload", func() bool { return s.Stats().Uploaded == 2 })
+	e.want(big, bigData)
+
+	// Uploads held: one big file goes (Transfers), the other waits; the
+	// small ones go beside it.
+	release := e.fake.hold("Upload")
+	defer release()
+	want := map[Target][]byte{}
+	for i := range 2 {
+		tg := stagingShared(fmt.Sprintf("big%d.bin", i))
+		want[tg] = testkit.RandBytes(smallFile+100, int64(10+i))
+		e.create(s, tg, 0, want[tg])
+	}
+	for i := range 3 {
+		tg := stagingShared(fmt.Sprintf("small%d.txt", i))
+		want[tg] = testkit.RandBytes(1000, int64(20+i))
+		e.create(s, tg, 0, want[tg])
+	}
+	before := e.fake.count("Upload")
+	drained := make(chan error, 1)
+	go func() { drained <- s.Drain(context.Background()) }()
+	testkit.WaitFor(t, 5*time.Second, "4 uploads in flight", func() bool { return e.fake.count("Upload")-before == 4 })
+	time.Sleep(200 * time.Millisecond)
+	if n := e.fake.count("Upload") - before; n != 4 {
+		t.Fatalf("%d uploads in flight, want 1 big and 3 small", n)
+	}
+	release()
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	for tg, data := range want {
+		e.want(tg, data)
+	}
+	e.wantNothingStaged(s)
 }

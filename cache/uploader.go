@@ -34,7 +34,8 @@ type upload struct {
 	ctx       context.Context
 }
 
-// worker uploads queued files, one at a time, until Close.
+// worker uploads queued files, one at a time, until Close. Of the workers,
+// Transfers at most upload files that are not small (see smallFile).
 func (s *Staging) worker() {
 	defer s.wg.Done()
 	s.mu.Lock()
@@ -54,10 +55,18 @@ func (s *Staging) worker() {
 		st.upCancel = cancel
 		st.done, st.total = 0, 0
 		s.busy[up.target]++
+		big := !st.small
+		if big {
+			s.bigBusy++
+		}
 		s.mu.Unlock()
 		s.run(up)
 		cancel()
 		s.mu.Lock()
+		if big {
+			s.bigBusy--
+			s.cond.Broadcast()
+		}
 	}
 }
 

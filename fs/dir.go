@@ -2,6 +2,8 @@ package fs
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -13,38 +15,23 @@ import (
 	"github.com/orgfs/orgfs/cache"
 )
 
-// dirView is a folder listing with the names the mount shows for it, and the
-// files written here that are not on the service yet.
+// dirView is a folder listing with the names the mount shows for it. Files
+// written here and not on the service yet are not in it: Lookup asks the
+// staging for a name, Readdir adds them, so a create costs no rebuild of the
+// view (a copy of n files into a folder stays O(n), not O(n²)).
 type dirView struct {
 	listing *cache.Listing
-	files   []api.File // the listing's, then pending files of new names (ID 0)
+	files   []api.File
 	names   []string
 	byName  map[string]int
-	staged  map[string]*cache.Staged // pending files by name (new or replacing a listed one)
 }
 
-func newDirView(l *cache.Listing, pending []*cache.Staged) *dirView {
-	files := l.Files
-	staged := map[string]*cache.Staged{}
-	if len(pending) > 0 {
-		listed := make(map[string]bool, len(files))
-		for _, f := range files {
-			listed[f.Name] = true
-		}
-		files = append([]api.File(nil), files...)
-		for _, st := range pending {
-			name := st.Target().Name
-			staged[name] = st
-			if !listed[name] {
-				files = append(files, api.File{Name: name, ObjectType: api.ObjectFile})
-			}
-		}
-	}
-	items := make([]named, len(files))
-	for i, f := range files {
+func newDirView(l *cache.Listing) *dirView {
+	items := make([]named, len(l.Files))
+	for i, f := range l.Files {
 		items[i] = named{f.Name, f.ID}
 	}
-	v := &dirView{listing: l, files: files, names: uniqueNames(items), byName: make(map[string]int, len(items)), staged: staged}
+	v := &dirView{listing: l, files: l.Files, names: uniqueNames(items), byName: make(map[string]int, len(items))}
 	for i, name := range v.names {
 		v.byName[name] = i
 	}
@@ -79,26 +66,30 @@ var (
 )
 
 // load returns the folder's view, from the cached listing while it is fresh.
-//
-// The staging is read before the listing, here and wherever both are: an
-// upload puts its file in the cached listing (Store.uploaded) before it
-// leaves the staging, and a listing asked for after that has it. Read the
-// other way round, a file whose upload ends in between is in neither.
+// A pending file is not in it: callers that want those read the staging
+// first (Staging.Lookup, Staging.Pending), then load. Read the other way
+// round, a file whose upload ends in between would be in neither: an upload
+// puts its file in the cached listing (Store.uploaded) before it leaves the
+// staging, and a listing asked for after that has it.
 func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
-	var pending []*cache.Staged
-	if n.fsys.Staging != nil {
-		pending = n.fsys.Staging.Pending(n.key.Area, n.key.ID)
-	}
 	l, err := n.fsys.Dirs.List(ctx, n.key)
 	if err != nil {
 		return nil, toErrno(n.fsys.Log, "listing "+n.Path(nil), err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.view == nil || n.view.listing != l || len(pending) > 0 || len(n.view.staged) > 0 {
-		n.view = newDirView(l, pending)
+	if n.view == nil || n.view.listing != l {
+		n.view = newDirView(l)
 	}
 	return n.view, 0
+}
+
+// staged is the pending file of this folder named name, if any.
+func (n *dirNode) staged(name string) *cache.Staged {
+	if n.fsys.Staging == nil {
+		return nil
+	}
+	return n.fsys.Staging.Lookup(n.target(name))
 }
 
 // cachedHas reports whether the folder's cached view, fresh or not, holds
@@ -130,6 +121,11 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		}
 		return nil, syscall.ENOENT // answered from memory: no request
 	}
+	if st := n.staged(name); st != nil {
+		ch := n.stagedChild(ctx, name, st)
+		entryAttr(ctx, ch, out)
+		return ch, 0
+	}
 	v, errno := n.load(ctx)
 	if errno != 0 {
 		return nil, errno
@@ -138,12 +134,7 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	var ch *gofs.Inode
-	if st := v.staged[name]; st != nil {
-		ch = n.stagedChild(ctx, name, st)
-	} else {
-		ch = n.listedChild(ctx, name, v.files[i])
-	}
+	ch := n.listedChild(ctx, name, v.files[i])
 	entryAttr(ctx, ch, out)
 	return ch, 0
 }
@@ -189,21 +180,36 @@ func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged
 		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
 }
 
+// Readdir lists the folder: the listing, where a pending file of a listed
+// name stands for the listed one, then the pending files of new names, then
+// the local-only files.
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	pending := map[string]bool{}
+	if n.fsys.Staging != nil {
+		for _, st := range n.fsys.Staging.Pending(n.key.Area, n.key.ID) {
+			pending[st.Target().Name] = true
+		}
+	}
 	v, errno := n.load(ctx)
 	if errno != 0 {
 		return nil, errno
 	}
-	entries := make([]fuse.DirEntry, len(v.names))
+	entries := make([]fuse.DirEntry, len(v.names), len(v.names)+len(pending))
 	for i, f := range v.files {
+		name := v.names[i]
 		mode, ino := uint32(syscall.S_IFREG), fileIno(f.ID)
 		if f.IsDir() {
 			mode = syscall.S_IFDIR
 		}
-		if v.staged[v.names[i]] != nil {
-			ino = stagedIno(n.key, v.names[i])
+		if pending[name] {
+			mode, ino = syscall.S_IFREG, stagedIno(n.key, name)
 		}
-		entries[i] = fuse.DirEntry{Name: v.names[i], Mode: mode, Ino: ino}
+		entries[i] = fuse.DirEntry{Name: name, Mode: mode, Ino: ino}
+	}
+	for _, name := range slices.Sorted(maps.Keys(pending)) {
+		if _, listed := v.byName[name]; !listed {
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: stagedIno(n.key, name)})
+		}
 	}
 	for _, name := range n.fsys.local.names(n.key) {
 		if _, listed := v.byName[name]; !listed {
@@ -232,7 +238,7 @@ func (n *dirNode) existingErr(ctx context.Context, name string) (api.File, bool,
 		return api.File{}, false, errno
 	}
 	i, ok := v.byName[name]
-	if !ok || v.files[i].ID <= 0 {
+	if !ok {
 		return api.File{}, false, 0
 	}
 	return v.files[i], true, 0

@@ -78,3 +78,18 @@ remount() {
 }
 bt() { "$work/benchtool" -credentials "$creds" "$@"; }
 rss_mib() { awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$mount_pid/status"; }
+
+# Results, for make bench (scripts/benchreport): with BENCH_RESULTS set to a
+# dir, save_results NAME writes NAME.md (the table as printed) and NAME.tsv
+# (one line per chart_row: label, ratio, target, "higher" or "lower" is
+# better) there. chart_row LABEL RATIO TARGET DIRECTION adds a line.
+chart_rows=""
+chart_row() { chart_rows+="$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"$'\n'; }
+save_results() {
+	local name=$1 table=$2
+	printf '%s\n' "$table"
+	[ -n "${BENCH_RESULTS:-}" ] || return 0
+	mkdir -p "$BENCH_RESULTS"
+	printf '%s\n' "$table" >"$BENCH_RESULTS/$name.md"
+	printf '%s' "$chart_rows" >"$BENCH_RESULTS/$name.tsv"
+}

@@ -353,7 +353,7 @@ func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
 		return errors.New("cache: the service started no bundle job")
 	}
 	// From here on, a cancelled bundle is aborted on the service too.
-	jobURL, err := b.await(ctx, link.DownloadID)
+	jobURL, err := b.await(ctx, job, link.DownloadID)
 	if err != nil {
 		if ctx.Err() != nil {
 			actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -423,8 +423,10 @@ func (b *Bundler) store(ze *zip.File, f api.File) error {
 	return h.WriteAll(rc)
 }
 
-// await polls a job until it is uploaded and returns its ZIP's URL.
-func (b *Bundler) await(ctx context.Context, id int64) (string, error) {
+// await polls a job until it is uploaded and returns its ZIP's URL: every
+// PollInterval/2 while a read waits for it (a poll is one small request; a
+// reader waiting is the whole transfer waiting), else at growing intervals.
+func (b *Bundler) await(ctx context.Context, bj *bundleJob, id int64) (string, error) {
 	wait := b.opts.PollInterval
 	for {
 		job, err := b.opts.Client.DownloadStatus(ctx, id, true)
@@ -440,7 +442,14 @@ func (b *Bundler) await(ctx context.Context, id int64) (string, error) {
 		case api.DownloadFailed, api.DownloadCancelled:
 			return "", fmt.Errorf("cache: bundle job %d %s: %w", id, job.Status, api.ErrDownloadFailed)
 		}
-		t := time.NewTimer(wait)
+		b.mu.Lock()
+		waiting := bj.waiting > 0
+		b.mu.Unlock()
+		next := wait
+		if waiting {
+			next = b.opts.PollInterval / 2
+		}
+		t := time.NewTimer(next)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -181,6 +181,7 @@ func (e *Emulator) postDownload(c *call) (any, error) {
 		j.name = "files-" + itoa(j.id) + ".zip"
 	}
 	e.jobs[j.id] = j
+	e.buildLater(j)
 	meta["download_id"] = j.id
 	meta["size"] = j.size
 	var machineID int64
@@ -252,7 +253,23 @@ func (e *Emulator) getDownloadJob(c *call) (any, error) {
 		defer e.mu.Unlock()
 		return e.jobRecord(j, c.now, withURL), nil
 	}
-	// It becomes uploaded now: build the ZIP of the current content.
+	if bg := j.bg; bg != nil {
+		// Built in the background (wait for the end of it).
+		e.mu.Unlock()
+		<-bg
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if j.final == "" {
+			err := j.built.err
+			if items, _ := e.zipItems(j); err == nil && len(items) == 0 {
+				err = errors.New("nothing left to bundle") // removed since
+			}
+			e.settleJob(j, j.built.size, j.built.zipSize, err)
+		}
+		return e.jobRecord(j, c.now, withURL), nil
+	}
+	// No build ran (a job from before a restart): build the ZIP of the
+	// current content now.
 	j.building = true
 	items, size := e.zipItems(j)
 	e.mu.Unlock()
@@ -267,6 +284,38 @@ func (e *Emulator) getDownloadJob(c *call) (any, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	j.building = false
+	e.settleJob(j, size, zipSize, err)
+	return e.jobRecord(j, c.now, withURL), nil
+}
+
+// buildLater builds j's ZIP in the background, from the content as it is
+// now; getDownloadJob settles the job with it once it is due. Called with mu
+// held.
+func (e *Emulator) buildLater(j *job) {
+	j.bg = make(chan struct{})
+	items, size := e.zipItems(j)
+	e.background.Add(1)
+	go func() {
+		defer e.background.Done()
+		b := &zipBuild{size: size}
+		if len(items) == 0 {
+			b.err = errors.New("nothing left to bundle")
+		} else {
+			b.zipSize, b.err = e.buildZip(zipKey(j.id), items)
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		j.built = b
+		close(j.bg)
+		if j.final != "" || e.jobs[j.id] != j { // cancelled or forgotten meanwhile
+			e.removeObjectsLater([]string{zipKey(j.id)}, nil)
+		}
+	}()
+}
+
+// settleJob ends a due job with the outcome of its ZIP's build. Called with
+// mu held.
+func (e *Emulator) settleJob(j *job, size, zipSize int64, err error) {
 	switch {
 	case j.final != "": // cancelled meanwhile
 		e.removeObjectsLater([]string{zipKey(j.id)}, nil)
@@ -279,7 +328,6 @@ func (e *Emulator) getDownloadJob(c *call) (any, error) {
 		j.size = size
 		j.zipSize = zipSize
 	}
-	return e.jobRecord(j, c.now, withURL), nil
 }
 
 // DELETE /files/downloads/{id}

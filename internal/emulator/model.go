@@ -318,10 +318,21 @@ type job struct {
 	final    string // uploaded, failed or cancelled once reached; "" before
 	building bool   // a request is building the ZIP
 	zipSize  int64
+	bg       chan struct{} // closed when the ZIP built in the background from the job's creation is done; nil after a restart
+	built    *zipBuild     // that build's outcome, once bg is closed
+}
+
+// zipBuild is the outcome of a job's ZIP built in the background.
+type zipBuild struct {
+	size, zipSize int64
+	err           error
 }
 
 // status is the job's state at now: final states stick; before, pending for a
 // step, then processing (also while the ZIP is being built).
+// The ZIP is built in the background from the job's creation, as a service
+// would while "processing"; the job is uploaded once two steps passed and the
+// ZIP is built.
 func (j *job) status(now time.Time, stepDelay time.Duration) string {
 	switch {
 	case j.final != "":

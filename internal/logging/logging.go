@@ -47,10 +47,13 @@ func (o *Options) New() (*logrus.Logger, io.Closer, error) {
 	log := logrus.New()
 	lvl, _ := logrus.ParseLevel(o.Level)
 	log.SetLevel(lvl)
+	// Milliseconds: a request takes tens of them, and a log read to see
+	// where the time went needs them.
+	const stamp = "2006-01-02T15:04:05.000Z07:00"
 	if o.Format == "json" {
-		log.SetFormatter(&logrus.JSONFormatter{})
+		log.SetFormatter(&logrus.JSONFormatter{TimestampFormat: stamp})
 	} else {
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: stamp})
 	}
 	var closer io.Closer = io.NopCloser(nil)
 	log.SetOutput(os.Stderr)

@@ -93,12 +93,13 @@ func (n *dirNode) staged(name string) *cache.Staged {
 }
 
 // cachedHas reports whether the folder's cached view, fresh or not, holds
-// name; it makes no request.
+// name; it makes no request. A folder never listed here does not know: it
+// reports true, so that the caller lists it.
 func (n *dirNode) cachedHas(name string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.view == nil {
-		return false
+		return true
 	}
 	_, ok := n.view.byName[name]
 	return ok

@@ -190,10 +190,17 @@ func TestServiceChangesAppearAfterTTLOrRefresh(t *testing.T) {
 func TestProbeNameTheServiceHoldsIsServed(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.put(0, e.root(0), "desktop.ini", []byte("[.ShellClassInfo]"))
+	sub := e.mkdir(0, e.root(0), "fresh")
+	e.put(0, sub, ".DS_Store", []byte("finder"))
 	os.ReadDir(e.path("shared"))
 	b, err := os.ReadFile(e.path("shared", "desktop.ini"))
 	if err != nil || string(b) != "[.ShellClassInfo]" {
 		t.Fatalf("desktop.ini that the service holds: %q, %v", b, err)
+	}
+	// In a folder not listed yet, the first lookup lists it.
+	b, err = os.ReadFile(e.path("shared", "fresh", ".DS_Store"))
+	if err != nil || string(b) != "finder" {
+		t.Fatalf(".DS_Store that the service holds, in a folder not listed: %q, %v", b, err)
 	}
 }
 

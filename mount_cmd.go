@@ -209,6 +209,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err := serve(server, dir, st, fsys, sigs, log); err != nil {
 		return err
 	}
+	fsys.DeleteUnlinked()
 	if st.Staging != nil {
 		ss := st.Staging.Stats()
 		sdNotify(fmt.Sprintf("STOPPING=1\nSTATUS=unmounted; sending %d files before exit", ss.Pending+ss.Uploading))

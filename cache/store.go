@@ -162,6 +162,13 @@ func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
 	return nil
 }
 
+// Unlinked takes a file the mount unlinked while it is open out of its
+// folder's listing, cached or fetched from now on; the mount deletes it
+// (Delete) at its last close.
+func (s *Store) Unlinked(parent DirKey, f api.File) {
+	s.Dirs.Hide(parent, f.ID)
+}
+
 // Changed is what a read that found a file different from its listing
 // (ErrChanged) does: the listing and the content are forgotten, so the next
 // open sees the service's version.

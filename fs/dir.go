@@ -114,7 +114,7 @@ func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 }
 
 func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if probeName(name) && !n.cachedHas(name) {
+	if len(name) > maxName || probeName(name) && !n.cachedHas(name) {
 		if lf := n.fsys.local.get(n.key, name); lf != nil {
 			ch := n.localChild(ctx, name, lf)
 			entryAttr(ctx, ch, out)
@@ -166,19 +166,21 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gof
 }
 
 // stagedChild returns the inode of a pending file of this folder; a known one
-// is pointed at st.
+// (still in the folder, or a removed one the kernel still holds open under
+// the same number) is pointed at st.
 func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged) *gofs.Inode {
 	ino := stagedIno(n.key, name)
-	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == ino {
-		if fn, ok := ch.Operations().(*fileNode); ok {
-			fn.mu.Lock()
-			fn.staged = st
-			fn.mu.Unlock()
-			return ch
-		}
+	ch := n.GetChild(name)
+	if ch == nil || ch.StableAttr().Ino != ino {
+		ch = n.NewInode(ctx, n.fsys.newFileNode(n.key, api.File{Name: name}, st),
+			gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
 	}
-	return n.NewInode(ctx, n.fsys.newFileNode(n.key, api.File{Name: name}, st),
-		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
+	if fn, ok := ch.Operations().(*fileNode); ok {
+		fn.mu.Lock()
+		fn.staged, fn.unlinked = st, nil
+		fn.mu.Unlock()
+	}
+	return ch
 }
 
 // Readdir lists the folder: the listing, where a pending file of a listed
@@ -353,6 +355,15 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		if err := n.fsys.Staging.Remove(st); err != nil {
 			return toErrno(n.fsys.Log, "removing "+name, err)
 		}
+		if ch := n.GetChild(name); ch != nil {
+			if fn, ok := ch.Operations().(*fileNode); ok {
+				// Descriptors still open on it read and write the removed
+				// copy, and see its size (never uploaded).
+				fn.mu.Lock()
+				fn.unlinked = st
+				fn.mu.Unlock()
+			}
+		}
 		found = true
 	}
 	f, ok, errno := n.existingErr(ctx, name)
@@ -362,6 +373,10 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if ok {
 		if f.IsDir() {
 			return syscall.EISDIR
+		}
+		if u := (unlinkedFile{parent: n.key, file: f, path: n.Path(nil) + "/" + name}); n.fsys.open.unlinkIfOpen(u) {
+			n.fsys.Unlinked(n.key, f) // deleted at the last close (unlinked.go)
+			return 0
 		}
 		if err := n.fsys.Delete(ctx, n.key, f); err != nil {
 			return toErrno(n.fsys.Log, "deleting "+n.Path(nil)+"/"+name, err)

@@ -42,6 +42,7 @@ type testEnv struct {
 	hooks    *hookTransport // the client's requests, as a test may watch and hold them
 
 	server  *fuse.Server
+	fsys    *FS
 	store   *cache.Store
 	content *cache.Content
 	fetcher *cache.Fetcher
@@ -160,6 +161,7 @@ func (e *testEnv) mount() {
 	fsys := New(Deps{Store: store, Admin: e.client, Log: log},
 		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: e.opts.readOnly, DirCacheTime: e.opts.dirTTL})
 	e.dir = t.TempDir()
+	e.fsys = fsys
 	e.server, err = Mount(e.dir, fsys, MountOptions{})
 	if err != nil {
 		t.Fatalf("mount: %v", err)
@@ -180,6 +182,7 @@ func (e *testEnv) unmount() {
 	if err := e.server.Unmount(); err != nil {
 		e.t.Fatalf("unmount: %v", err)
 	}
+	e.fsys.DeleteUnlinked() // as orgfs mount does once the mount ended
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if e.staging != nil {

@@ -23,6 +23,7 @@ type fileNode struct {
 	file        api.File      // guarded by mu; a placeholder (ID 0) until listed
 	kernelCache cache.Meta    // guarded by mu; the version the kernel's page cache may hold
 	staged      *cache.Staged // guarded by mu; the pending local copy, while there is one
+	unlinked    *cache.Staged // guarded by mu; the pending copy unlinked while open: what the open descriptors see
 
 	stageMu sync.Mutex // held while a staging copy of the file is made (see the lock order in fs.go)
 }
@@ -128,6 +129,13 @@ func (n *fileNode) current(ctx context.Context) (api.File, syscall.Errno) {
 
 // fillAttr fills a file's attributes: a pending file's from its staging copy.
 func (n *fileNode) fillAttr(a *fuse.Attr) {
+	n.mu.Lock()
+	gone := n.unlinked
+	n.mu.Unlock()
+	if gone != nil {
+		n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), gone.Size(), gone.ModTime())
+		return
+	}
 	if st := n.refreshStaged(); st != nil {
 		n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), st.Size(), st.ModTime())
 		return
@@ -221,6 +229,7 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 	if keep {
 		fuseFlags |= fuse.FOPEN_KEEP_CACHE
 	}
+	n.fsys.open.open(f.ID)
 	return &readHandle{node: n, r: r}, fuseFlags, 0
 }
 

@@ -72,6 +72,7 @@ type FS struct {
 	ctl   *ctlState
 	root  *rootNode  // set by Root
 	local localFiles // desktop litter, kept in memory (local.go)
+	open  openFiles  // read handles per service file; files unlinked while open (unlinked.go)
 }
 
 // New makes the tree of a mount.

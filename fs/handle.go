@@ -60,6 +60,9 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
 	h.r.Close()
+	if u, last := h.node.fsys.open.close(h.r.Handle().Meta().ID); last {
+		h.node.fsys.deleteUnlinked(u)
+	}
 	return 0
 }
 

@@ -5,7 +5,7 @@ DEMODIR ?= .demo
 MNT     ?= mnt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build test fmt-check vet darwin lint unit soak demo emulator clean install uninstall
+.PHONY: build test fmt-check vet darwin lint unit soak bench demo emulator clean install uninstall
 
 # Where make install puts things (DESTDIR for packaging).
 PREFIX  ?= /usr/local
@@ -45,6 +45,18 @@ unit:
 soak:
 	ORGFS_MODEL_WORKERS=$${ORGFS_MODEL_WORKERS:-16} ORGFS_MODEL_ROUNDS=$${ORGFS_MODEL_ROUNDS:-100} \
 	ORGFS_MODEL_FAULTS=$${ORGFS_MODEL_FAULTS:-0.1} $(GO) test -race -count=1 -timeout 60m -run '^TestModel$$' -v .
+
+# The benchmarks (scripts/bench-read, bench-write, bench-fio; as root or with
+# fusermount3, and fio and jq), then their tables and chart into README.md and
+# docs/bench.svg. Not part of make test; BENCH_SIZE and the other variables of
+# scripts/bench-lib.sh pass through.
+BENCH_RESULTS ?= /tmp/orgfs-bench-results
+bench:
+	rm -rf '$(BENCH_RESULTS)'
+	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-read
+	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-write
+	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-fio
+	$(GO) run ./scripts/benchreport -results '$(BENCH_RESULTS)' -readme README.md -svg docs/bench.svg
 
 # The emulator with demo data, mounted at ./mnt in the foreground; Ctrl-C unmounts.
 demo: build

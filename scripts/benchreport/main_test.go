@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const readMD = `
+orgfs read benchmark: 1.0G file, latency 20ms, 2 cores, files on tmpfs
+
+| figure | orgfs | baseline | ratio | target |
+| --- | --- | --- | --- | --- |
+| 1. cold sequential read | 1.342 s | 8-stream ranged fetch 1.393 s | 1.04x | >= 0.8x: met |
+`
+
+const fioMD = `
+orgfs fio benchmark: 1.0G file, latency 20ms, 2 cores, files on tmpfs
+
+| figure | orgfs | baseline | ratio | target |
+| --- | --- | --- | --- | --- |
+| 2. fio random 4 KiB read | 294 IOPS | 358 IOPS | 0.82x | >= 0.7x: met |
+| 2b. bytes fetched / bytes read | 277.0 MiB / 1.0 MiB | | 277.00x | <= 8x: NOT met |
+`
+
+const readme = `# orgfs
+
+Intro.
+
+## Benchmarks
+
+How to run them.
+
+<!-- bench:start -->
+old table
+| a | b |
+<!-- bench:end -->
+
+After the tables.
+`
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var testMeta = meta{Date: time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC), Cores: 2, GoVersion: "go1.99", Platform: "linux/amd64"}
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		// fio before read in the dir's order: the report puts read first.
+		"results/fio.md":  fioMD,
+		"results/fio.tsv": "fio random 4 KiB read IOPS\t0.82\t0.7\thigher\nfio bytes fetched / read\t277.00\t8\tlower\n",
+		"results/read.md": readMD,
+		"results/read.tsv": "cold sequential read <8 streams>\t1.04\t0.8\thigher\n" +
+			"ls -l requests\t1.5\t1\tlower\n",
+		"results/notes.txt": "ignored",
+		"README.md":         readme,
+	})
+	readmePath := filepath.Join(dir, "README.md")
+	svgPath := filepath.Join(dir, "docs", "bench.svg")
+	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `# orgfs
+
+Intro.
+
+## Benchmarks
+
+How to run them.
+
+<!-- bench:start -->
+
+Measured on 2026-11-25 by ` + "`make bench`" + `, on a 2-core linux/amd64 machine, with go1.99.
+
+![orgfs against its baselines](docs/bench.svg)
+` + readMD + fioMD + `
+<!-- bench:end -->
+
+After the tables.
+`
+	if string(got) != want {
+		t.Errorf("README:\n%s\nwant:\n%s", got, want)
+	}
+
+	// Run again: the same README (the markers stay, nothing piles up).
+	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(readmePath); string(again) != want {
+		t.Errorf("second run changed the README:\n%s", again)
+	}
+
+	svg, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type bar struct{ fill, title string }
+	var bars []bar
+	var texts []string
+	targets := 0
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	var inBar *bar
+	var inText *strings.Builder
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the SVG is not XML: %v\n%s", err, svg)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range tok.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			switch {
+			case tok.Name.Local == "rect" && attr["class"] == "bar":
+				bars = append(bars, bar{fill: attr["fill"]})
+				inBar = &bars[len(bars)-1]
+			case tok.Name.Local == "line" && attr["class"] == "target":
+				targets++
+			case tok.Name.Local == "text":
+				inText = &strings.Builder{}
+			}
+		case xml.CharData:
+			if inText != nil {
+				inText.Write(tok)
+			} else if inBar != nil {
+				inBar.title += string(tok)
+			}
+		case xml.EndElement:
+			switch tok.Name.Local {
+			case "rect":
+				inBar = nil
+			case "text":
+				texts = append(texts, inText.String())
+				inText = nil
+			}
+		}
+	}
+	wantBars := []struct{ fill, text string }{
+		{colorMet, "cold sequential read <8 streams>: 1.04x (target >= 0.8x)"},
+		{colorMissed, "ls -l requests: 1.5x (target <= 1x)"},
+		{colorMet, "fio random 4 KiB read IOPS: 0.82x (target >= 0.7x)"},
+		{colorMissed, "fio bytes fetched / read: 277.00x (target <= 8x)"},
+	}
+	if len(bars) != len(wantBars) {
+		t.Fatalf("%d bars, want %d:\n%s", len(bars), len(wantBars), svg)
+	}
+	for i, w := range wantBars {
+		if bars[i].fill != w.fill || bars[i].title != w.text {
+			t.Errorf("bar %d: %q %q, want %q %q", i, bars[i].fill, bars[i].title, w.fill, w.text)
+		}
+		found := false
+		for _, tx := range texts {
+			found = found || tx == w.text
+		}
+		if !found {
+			t.Errorf("no text %q on the chart; texts: %q", w.text, texts)
+		}
+	}
+	if targets != 1 {
+		t.Errorf("%d target lines, want 1", targets)
+	}
+}
+
+func TestScore(t *testing.T) {
+	for _, c := range []struct {
+		r    row
+		want float64
+		met  bool
+	}{
+		{row{ratio: 1.5, target: 1.5}, 1, true},
+		{row{ratio: 3, target: 1.5}, 2, true},
+		{row{ratio: 0.75, target: 1.5}, 0.5, false},
+		{row{ratio: 4, target: 8, Lower: true}, 2, true},
+		{row{ratio: 16, target: 8, Lower: true}, 0.5, false},
+	} {
+		if got := c.r.Score(); got != c.want || c.r.Met() != c.met {
+			t.Errorf("%+v: score %v met %v, want %v %v", c.r, got, c.r.Met(), c.want, c.met)
+		}
+	}
+}
+
+func TestNoMarkers(t *testing.T) {
+	dir := t.TempDir()
+	const doc = "# orgfs\n\n## Benchmarks\n\nno markers here\n"
+	writeFiles(t, dir, map[string]string{
+		"results/fio.md":  fioMD,
+		"results/fio.tsv": "x\t1\t1\thigher\n",
+		"README.md":       doc,
+	})
+	readmePath := filepath.Join(dir, "README.md")
+	svgPath := filepath.Join(dir, "bench.svg")
+	err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta)
+	if err == nil || !strings.Contains(err.Error(), startMarker) {
+		t.Fatalf("error %v, want one naming the markers", err)
+	}
+	if got, _ := os.ReadFile(readmePath); string(got) != doc {
+		t.Errorf("README changed:\n%s", got)
+	}
+	if _, err := os.Stat(svgPath); err == nil {
+		t.Errorf("the chart was written though the README could not be")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for name, c := range map[string]struct {
+		files map[string]string
+		doc   string
+	}{
+		"no results":       {map[string]string{"results/x.txt": "x"}, readme},
+		"bad tsv":          {map[string]string{"results/fio.tsv": "label\tfast\t1\thigher\n"}, readme},
+		"bad direction":    {map[string]string{"results/fio.tsv": "label\t1\t1\tbigger\n"}, readme},
+		"end before start": {map[string]string{"results/fio.md": fioMD}, "<!-- bench:end -->\n<!-- bench:start -->\n"},
+		"twice":            {map[string]string{"results/fio.md": fioMD}, readme + readme},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			c.files["README.md"] = c.doc
+			writeFiles(t, dir, c.files)
+			if err := run(filepath.Join(dir, "results"), filepath.Join(dir, "README.md"), filepath.Join(dir, "b.svg"), testMeta); err == nil {
+				t.Error("no error")
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "README.md")); string(got) != c.doc {
+				t.Errorf("README changed:\n%s", got)
+			}
+		})
+	}
+}

@@ -93,3 +93,9 @@ save_results() {
 	printf '%s\n' "$table" >"$BENCH_RESULTS/$name.md"
 	printf '%s' "$chart_rows" >"$BENCH_RESULTS/$name.tsv"
 }
+
+# ok_below VALUE TARGET: "met" when VALUE <= TARGET (figures where lower is
+# better; ok is for higher).
+ok_below() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t) ? "met" : "NOT met" }'; }
+# avail_bytes: free bytes on the file system of the work dir.
+avail_bytes() { df --output=avail -B1 "$work" | tail -1; }

@@ -7,9 +7,14 @@ import (
 
 // SeedBench is the empty seed plus, in org-a's shared storage, the data of the
 // read and write benchmarks: bench/big.bin (Options.BenchFileSize bytes,
-// default 1 GiB), bench/small/ (1,000 files of 8 KiB) and bench/wide/ (10,000
-// files of 100 bytes). The contents are written server-side, fast.
+// default 1 GiB), bench/small/ (1,000 files of 8 KiB), bench/wide/ (10,000
+// files of 100 bytes) and bench/par/ (r00.bin to r15.bin, a quarter of
+// BenchFileSize each: 16 files for 16 readers at once, 4 GiB in all by
+// default). The contents are written server-side, fast.
 const SeedBench = "bench"
+
+// BenchParFiles is how many files bench/par holds in the bench seed.
+const BenchParFiles = 16
 
 // seedBench adds the benchmark tree to org-a.
 func (e *Emulator) seedBench() error {
@@ -50,6 +55,16 @@ func (e *Emulator) seedBench() error {
 			if _, err := sd.file(sh, id, fmt.Sprintf("file-%05d.dat", i), d.size, a.admin); err != nil {
 				return err
 			}
+		}
+	}
+	// Made last, so the ids of the folders above stay what they were.
+	par, err := sd.dir(sh, bench, "par")
+	if err != nil {
+		return err
+	}
+	for i := 0; i < BenchParFiles; i++ {
+		if _, err := sd.file(sh, par, fmt.Sprintf("r%02d.bin", i), size/4, a.admin); err != nil {
+			return err
 		}
 	}
 	if err := sd.flush(); err != nil {

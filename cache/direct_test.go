@@ -295,3 +295,47 @@ func TestConcurrentReadsPastTheCache(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestRandomReadsFetchOnlyTheirBytes: a read at random of blocks not cached
+// is one ranged GET of its own bytes, not stored; a block read at random
+// randomPromote times is fetched whole; a read repeated at the same offset
+// starts no read-ahead.
+func TestRandomReadsFetchOnlyTheirBytes(t *testing.T) {
+	e := newDirectEnv(t, t.TempDir())
+	data := testkit.RandBytes(200*testBlock, 9)
+	m := e.put(t, data)
+	r, err := e.fetcher.Open(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := t.Context()
+	buf := make([]byte, 512)
+	read := func(off int64) {
+		t.Helper()
+		n, err := r.ReadAt(ctx, buf, off)
+		if err != nil || !bytes.Equal(buf[:n], data[off:off+512]) {
+			t.Fatalf("read at %d: %d bytes, %v", off, n, err)
+		}
+	}
+	e.client.reset()
+	for _, off := range []int64{150*testBlock + 100, 20 * testBlock, 90*testBlock + 7, 90*testBlock + 7} {
+		read(off)
+	}
+	got := e.client.reset()
+	want := [][2]int64{{150*testBlock + 100, 512}, {20 * testBlock, 512}, {90*testBlock + 7, 512}, {90*testBlock + 7, 512}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ranged GETs %v, want %v (each read's own bytes)", got, want)
+	}
+	if st := e.fetcher.Stats(); st.BytesFetched != 0 || st.AheadFetches != 0 {
+		t.Fatalf("random reads stored blocks: %+v", st)
+	}
+	// Locality: the same block read at random again and again is fetched.
+	for i := range randomPromote {
+		read(60*testBlock + int64(i)*600)
+		read(int64(i) * 5 * testBlock) // in between, elsewhere
+	}
+	if !r.Handle().Has(60) {
+		t.Fatalf("a block read at random %d times is not cached; GETs %v", randomPromote, e.client.reset())
+	}
+}

@@ -246,7 +246,46 @@ type fileFetch struct {
 	// blocks it lacks fail with it at once (Ready), and go past the cache
 	// (ReadDirect), until the file's last reader closes. Guarded by mu.
 	uncached error
-	wg       sync.WaitGroup // fetches running
+	// randomHits counts the random reads of each block not cached (small
+	// reads, see ErrReadDirect); guarded by mu.
+	randomHits map[int64]int
+	wg         sync.WaitGroup // fetches running
+}
+
+// ErrReadDirect is Ready's answer to a small read (smallRead bytes at most)
+// at random in blocks the cache lacks and nobody fetches: the read is served
+// past the cache, by one ranged GET of its own bytes (Reader.ReadDirect),
+// rather than by fetching whole blocks of which it wants a few KiB. A block
+// read at random randomPromote times is fetched whole: the reads have
+// locality after all. Larger random reads fetch their blocks.
+var ErrReadDirect = errors.New("cache: a read at random, served past the cache")
+
+// randomPromote is how many random reads of a block make it fetched whole;
+// randomHitsMax bounds the blocks counted per file (the count starts over).
+const (
+	smallRead     = 64 << 10
+	randomPromote = 4
+	randomHitsMax = 1 << 16
+)
+
+// smallReadLocked reports whether a random read of the missing blocks goes
+// past the cache (ErrReadDirect), and counts it. Called with mu held.
+func (ff *fileFetch) smallReadLocked(missing []int64) bool {
+	direct := true
+	for _, b := range missing {
+		if _, ok := ff.pending[b]; ok {
+			return false // being fetched: join it
+		}
+	}
+	if ff.randomHits == nil || len(ff.randomHits) > randomHitsMax {
+		ff.randomHits = map[int64]int{}
+	}
+	for _, b := range missing {
+		if ff.randomHits[b]++; ff.randomHits[b] >= randomPromote {
+			direct = false
+		}
+	}
+	return direct
 }
 
 // uncacheWarnEvery is how often the cache's failing to hold one file is
@@ -305,6 +344,7 @@ type Reader struct {
 
 	mu     sync.Mutex
 	next   int64 // guarded by mu; where a sequential read would go on
+	last   int64 // guarded by mu; where the last read started
 	window int64 // guarded by mu; read-ahead window, 0 while reading at random
 	ahead  int64 // guarded by mu; read-ahead is started up to this offset
 	closed bool  // guarded by mu
@@ -322,10 +362,10 @@ func (r *Reader) Handle() *Handle { return r.ff.h }
 func (r *Reader) File() *os.File { return r.ff.h.File() }
 
 // ReadAt reads len(p) bytes at off (fewer at the end of the file), past the
-// cache when it cannot hold them.
+// cache when it cannot hold them or when the read is at random.
 func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	n, err := r.Ready(ctx, off, int64(len(p)))
-	if errors.Is(err, ErrNotCached) {
+	if errors.Is(err, ErrNotCached) || errors.Is(err, ErrReadDirect) {
 		return r.ReadDirect(ctx, p, off)
 	}
 	if err != nil {
@@ -409,7 +449,13 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 		return nil, errors.New("cache: reader closed")
 	}
 	bs := ff.f.content.BlockSize()
-	if first {
+	random := false
+	if first && r.next > 0 && off == r.last {
+		// The same read again (a reader retrying, the kernel asking twice):
+		// as the last one was, without moving the window.
+		random = r.window == 0
+	} else if first {
+		r.last = off
 		// Sequential when the read starts where the last ended, or within a
 		// block of it (the kernel may reorder its reads a little).
 		if (r.next == 0 && off == 0) || (r.next > 0 && off >= r.next-bs && off <= r.next+bs) {
@@ -418,6 +464,7 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 			ff.f.stats.random.Add(1)
 			r.window = 0
 			r.ahead = 0
+			random = true
 		}
 		r.next = max(r.next, off+n)
 		if r.window == 0 {
@@ -434,6 +481,9 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 			return nil, ff.uncached
 		}
 		return nil, nil
+	}
+	if random && n <= smallRead && len(missing) > 0 && ff.smallReadLocked(missing) {
+		return nil, ErrReadDirect
 	}
 	ff.startRunsLocked(missing, false, -1)
 	var waits []*pendingBlock

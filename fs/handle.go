@@ -40,7 +40,7 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if err == io.EOF { // only Ready's own end of file, never a failed fetch
 		return fuse.ReadResultData(nil), 0
 	}
-	if errors.Is(err, cache.ErrNotCached) {
+	if errors.Is(err, cache.ErrNotCached) || errors.Is(err, cache.ErrReadDirect) {
 		got, derr := h.r.ReadDirect(ctx, dest, off)
 		if derr == nil || derr == io.EOF {
 			return fuse.ReadResultData(dest[:got]), 0

@@ -315,3 +315,56 @@ func (s *directStream) read(ctx context.Context, p []byte, pos int64) error {
 	}
 	return err
 }
+
+// ErrReadDirect is Ready's answer to a small read (smallRead bytes at most)
+// at random in blocks the cache lacks and nobody fetches: the read is served
+// past the cache, by one ranged GET of its own bytes (Reader.ReadDirect),
+// rather than by fetching whole blocks of which it wants a few KiB. A block
+// read at random randomPromote times is fetched whole: the reads have
+// locality after all. Larger random reads fetch their blocks.
+var ErrReadDirect = errors.New("cache: a read at random, served past the cache")
+
+// randomPromote is how many random reads of a block make it fetched whole;
+// randomHitsMax bounds the blocks counted per file (the count starts over).
+const (
+	smallRead     = 64 << 10
+	randomPromote = 4
+	randomHitsMax = 1 << 16
+)
+
+// smallReadLocked reports whether a random read of the missing blocks goes
+// past the cache (ErrReadDirect), and counts it. Called with mu held.
+func (ff *fileFetch) smallReadLocked(missing []int64) bool {
+	direct := true
+	for _, b := range missing {
+		if _, ok := ff.pending[b]; ok {
+			return false // being fetched: join it
+		}
+	}
+	if ff.randomHits == nil || len(ff.randomHits) > randomHitsMax {
+		ff.randomHits = map[int64]int{}
+	}
+	for _, b := range missing {
+		if ff.randomHits[b]++; ff.randomHits[b] >= randomPromote {
+			direct = false
+		}
+	}
+	return direct
+}
+
+// ReadAt reads len(p) bytes at off (fewer at the end of the file), past the
+// cache when it cannot hold them or when the read is at random.
+func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := r.Ready(ctx, off, int64(len(p)))
+	if errors.Is(err, ErrNotCached) || errors.Is(err, ErrReadDirect) {
+		return r.ReadDirect(ctx, p, off)
+	}
+	if err != nil {
+		return 0, err
+	}
+	got, err := r.ff.h.ReadAt(p[:n], off)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(got) == n) {
+		return got, err
+	}
+	return got, nil
+}

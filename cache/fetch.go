@@ -252,42 +252,6 @@ type fileFetch struct {
 	wg         sync.WaitGroup // fetches running
 }
 
-// ErrReadDirect is Ready's answer to a small read (smallRead bytes at most)
-// at random in blocks the cache lacks and nobody fetches: the read is served
-// past the cache, by one ranged GET of its own bytes (Reader.ReadDirect),
-// rather than by fetching whole blocks of which it wants a few KiB. A block
-// read at random randomPromote times is fetched whole: the reads have
-// locality after all. Larger random reads fetch their blocks.
-var ErrReadDirect = errors.New("cache: a read at random, served past the cache")
-
-// randomPromote is how many random reads of a block make it fetched whole;
-// randomHitsMax bounds the blocks counted per file (the count starts over).
-const (
-	smallRead     = 64 << 10
-	randomPromote = 4
-	randomHitsMax = 1 << 16
-)
-
-// smallReadLocked reports whether a random read of the missing blocks goes
-// past the cache (ErrReadDirect), and counts it. Called with mu held.
-func (ff *fileFetch) smallReadLocked(missing []int64) bool {
-	direct := true
-	for _, b := range missing {
-		if _, ok := ff.pending[b]; ok {
-			return false // being fetched: join it
-		}
-	}
-	if ff.randomHits == nil || len(ff.randomHits) > randomHitsMax {
-		ff.randomHits = map[int64]int{}
-	}
-	for _, b := range missing {
-		if ff.randomHits[b]++; ff.randomHits[b] >= randomPromote {
-			direct = false
-		}
-	}
-	return direct
-}
-
 // uncacheWarnEvery is how often the cache's failing to hold one file is
 // logged as a warning, at most.
 const uncacheWarnEvery = time.Hour
@@ -360,23 +324,6 @@ func (r *Reader) Handle() *Handle { return r.ff.h }
 // File is the cache file holding the content: bytes that Ready reported are
 // in it at their offsets, so a caller may read (or splice) them itself.
 func (r *Reader) File() *os.File { return r.ff.h.File() }
-
-// ReadAt reads len(p) bytes at off (fewer at the end of the file), past the
-// cache when it cannot hold them or when the read is at random.
-func (r *Reader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	n, err := r.Ready(ctx, off, int64(len(p)))
-	if errors.Is(err, ErrNotCached) || errors.Is(err, ErrReadDirect) {
-		return r.ReadDirect(ctx, p, off)
-	}
-	if err != nil {
-		return 0, err
-	}
-	got, err := r.ff.h.ReadAt(p[:n], off)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(got) == n) {
-		return got, err
-	}
-	return got, nil
-}
 
 // Ready makes bytes [off, off+want) present in the cache file, fetching what
 // is missing (and reading ahead), and returns how many of them the file has:

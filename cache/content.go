@@ -113,15 +113,21 @@ type entry struct {
 	refs int  // guarded by Content.mu
 	gone bool // guarded by Content.mu: removed from the cache (files unlinked)
 
-	mu       sync.Mutex
-	meta     Meta     // guarded by mu
-	f        *os.File // guarded by mu; open while refs > 0
-	present  []uint64 // guarded by mu; bitmap of blocks present
-	nPresent int64    // guarded by mu; blocks present
-	bytes    int64    // guarded by mu; bytes present (the last block may be short)
-	dirty    bool     // guarded by mu; bitmap changed since it was saved
-	lastUsed time.Time
+	mu        sync.Mutex
+	meta      Meta     // guarded by mu
+	f         *os.File // guarded by mu; open while refs > 0
+	present   []uint64 // guarded by mu; bitmap of blocks present
+	nPresent  int64    // guarded by mu; blocks present
+	bytes     int64    // guarded by mu; bytes present (the last block may be short)
+	dirty     bool     // guarded by mu; bitmap changed since it was saved
+	lastUsed  time.Time
+	savedUsed time.Time // guarded by mu; lastUsed as last saved
 }
+
+// lruSaveEvery is how stale the use time in an entry's record may get (the
+// eviction order after a restart needs no finer grain; saving the record at
+// every close cost a copy of a folder of small files half of its time).
+const lruSaveEvery = time.Minute
 
 // entryRecord is an entry's bitmap and validity as saved beside its data,
 // <id>.json beside <id>.data.
@@ -275,7 +281,7 @@ func (c *Content) loadEntry(id int64) (*entry, error) {
 	if int64(len(r.Present)) != (n+63)/64 {
 		return nil, errors.New("bitmap has the wrong length")
 	}
-	e := &entry{id: id, meta: r.Meta, present: r.Present, lastUsed: r.LastUsed}
+	e := &entry{id: id, meta: r.Meta, present: r.Present, lastUsed: r.LastUsed, savedUsed: r.LastUsed}
 	for i := int64(0); i < n; i++ {
 		if e.has(i) {
 			e.nPresent++
@@ -337,7 +343,9 @@ func (c *Content) Acquire(m Meta) (*Handle, error) {
 	}
 	e.refs++
 	e.lastUsed = time.Now()
-	e.dirty = true // the use is saved, so the LRU order survives a restart
+	if e.lastUsed.Sub(e.savedUsed) >= lruSaveEvery {
+		e.dirty = true // the use is saved, so the LRU order survives a restart
+	}
 	e.mu.Unlock()
 	return &Handle{c: c, e: e}, nil
 }
@@ -514,6 +522,7 @@ func (c *Content) saveLocked(e *entry) error {
 		return fmt.Errorf("cache: %w", err)
 	}
 	e.dirty = false
+	e.savedUsed = e.lastUsed
 	return nil
 }
 

@@ -175,6 +175,39 @@ func (w *modelWorker) step() string {
 	return ""
 }
 
+// holdOpen writes into one of the worker's files (created when missing)
+// through a descriptor it leaves open, on the mount and on the reference (the
+// reference's is closed at once), and returns the mount's descriptor; nil
+// when both refused the same way (a missing folder), a difference otherwise.
+func (w *modelWorker) holdOpen() (*os.File, string) {
+	p, off, b := w.file(), int64(w.rng.Intn(64<<10)), w.bytes(8<<10)
+	desc := fmt.Sprintf("open %s, pwrite at %d (%d bytes), left open across the crash", p, off, len(b))
+	w.log = append(w.log, desc)
+	write := func(root string) (*os.File, error) {
+		f, err := os.OpenFile(filepath.Join(root, p), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := f.WriteAt(b, off); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	fm, errM := write(w.mnt)
+	fr, errR := write(w.ref)
+	if fr != nil {
+		fr.Close()
+	}
+	if errno(errM) != errno(errR) {
+		if fm != nil {
+			fm.Close()
+		}
+		return nil, fmt.Sprintf("%s: the mount answered %v, a local disk %v", desc, errM, errR)
+	}
+	return fm, ""
+}
+
 // errno reduces an error to what a program sees of it: its errno, or
 // "none".
 func errno(err error) string {
@@ -363,8 +396,21 @@ func TestModel(t *testing.T) {
 			restarts++
 			mark(workers, "-- remount")
 		case 1: // SIGKILL, then a new daemon on the same cache
+			// Each worker holds a file open, written and not closed: what
+			// write(2) took must be uploaded by the next daemon.
+			var held []*os.File
+			for _, w := range workers {
+				if f, diff := w.holdOpen(); diff != "" {
+					fail(round, diff)
+				} else if f != nil {
+					held = append(held, f)
+				}
+			}
 			d.cmd.Process.Kill()
 			d.wait()
+			for _, f := range held {
+				f.Close() // its daemon is gone: the error is expected
+			}
 			d = startDaemon(t, dir, mountArgs...)
 			kills++
 			mark(workers, "-- SIGKILL and restart")

@@ -328,7 +328,7 @@ var ErrReadDirect = errors.New("cache: a read at random, served past the cache")
 // randomHitsMax bounds the blocks counted per file (the count starts over).
 const (
 	smallRead     = 64 << 10
-	randomPromote = 4
+	randomPromote = 8
 	randomHitsMax = 1 << 16
 )
 

@@ -332,7 +332,7 @@ func TestRandomReadsFetchOnlyTheirBytes(t *testing.T) {
 	}
 	// Locality: the same block read at random again and again is fetched.
 	for i := range randomPromote {
-		read(60*testBlock + int64(i)*600)
+		read(60*testBlock + int64(i)*400)
 		read(int64(i) * 5 * testBlock) // in between, elsewhere
 	}
 	if !r.Handle().Has(60) {

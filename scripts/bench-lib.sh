@@ -43,6 +43,19 @@ best2() { printf '%s\n%s\n' "$1" "$2" | sort -n | head -1; }
 best3() { local a b c; a=$(timed "$@"); b=$(timed "$@"); c=$(timed "$@"); printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -n | head -1; }
 fstype() { df --output=fstype "$work" | tail -1; }
 
+# settle waits until the emulator is idle (its CPU time still for a second):
+# it writes the seed's files and then its state in the background, and a
+# figure taken meanwhile measures that too.
+settle() {
+	local prev=-1 cur
+	for _ in $(seq 1 120); do
+		cur=$(awk '{ print $14 + $15 }' "/proc/$emu_pid/stat")
+		[ "$cur" = "$prev" ] && return 0
+		prev=$cur
+		sleep 1
+	done
+}
+
 # start_all builds the tools, starts the emulator (seed bench, network play)
 # and mounts it at $work/mnt; extra arguments go to orgfs mount.
 start_all() {
@@ -57,6 +70,7 @@ start_all() {
 	emu_pid=$!
 	creds="$work/creds/org-a.json"
 	waitfor "$creds"
+	settle
 	mkdir -p "$work/mnt"
 	mount_args=("$@")
 	start_mount

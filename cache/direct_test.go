@@ -330,6 +330,16 @@ func TestRandomReadsFetchOnlyTheirBytes(t *testing.T) {
 	if st := e.fetcher.Stats(); st.BytesFetched != 0 || st.AheadFetches != 0 {
 		t.Fatalf("random reads stored blocks: %+v", st)
 	}
+	// A random read that lands just after the last one starts no read-ahead;
+	// a second one in sequence does.
+	read(90*testBlock + 7 + 512 + 100)
+	if st := e.fetcher.Stats(); st.AheadFetches != 0 {
+		t.Fatalf("one read near the last random one started read-ahead: %+v", st)
+	}
+	read(90*testBlock + 7 + 512 + 100 + 512)
+	if st := e.fetcher.Stats(); st.AheadFetches == 0 {
+		t.Fatalf("two reads in sequence started no read-ahead: %+v", st)
+	}
 	// Locality: the same block read at random again and again is fetched.
 	for i := range randomPromote {
 		read(60*testBlock + int64(i)*400)

@@ -404,10 +404,20 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 	} else if first {
 		r.last = off
 		// Sequential when the read starts where the last ended, or within a
-		// block of it (the kernel may reorder its reads a little).
-		if (r.next == 0 && off == 0) || (r.next > 0 && off >= r.next-bs && off <= r.next+bs) {
-			r.window = min(max(2*r.window, 2*ff.f.chunk), ff.f.readAhead)
-		} else {
+		// block of it (the kernel may reorder its reads a little). After
+		// reads at random, the first such read opens a window of one block
+		// (no read-ahead: a random read may land there by chance), the next
+		// one the full window.
+		switch {
+		case r.next == 0 && off == 0:
+			r.window = min(2*ff.f.chunk, ff.f.readAhead)
+		case r.next > 0 && off >= r.next-bs && off <= r.next+bs:
+			if r.window == 0 {
+				r.window = bs
+			} else {
+				r.window = min(max(2*r.window, 2*ff.f.chunk), ff.f.readAhead)
+			}
+		default:
 			ff.f.stats.random.Add(1)
 			r.window = 0
 			r.ahead = 0

@@ -78,16 +78,22 @@ func (s *Staging) Discard(path string) (Target, error) {
 	return Target{}, fmt.Errorf("%w: %q", ErrNotFailed, path)
 }
 
-// Retry queues again every upload that failed for good.
+// Retry queues again every upload that failed for good, and has an upload
+// under way tried again should it fail for good.
 func (s *Staging) Retry() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.sortedLocked() {
-		if st.state == stFailed {
+		switch st.state {
+		case stFailed:
 			st.attempts = 0
 			st.retries = 0
 			st.final = false
 			s.enqueueLocked(st, false)
+		case stUploading:
+			// An attempt under way may have been sent before what made the
+			// user retry (a quota raised): should it fail, it is retried.
+			st.retryAsked = true
 		}
 	}
 }

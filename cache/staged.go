@@ -49,6 +49,7 @@ type Staged struct {
 	closedFile  bool               // f is closed
 	lastSize    int64              // size and mtime as last seen, for after the file is closed
 	small       bool               // small (smallFile) when last queued
+	retryAsked  bool               // Retry came while an attempt was under way: a permanent failure of it is retried once
 	lastMod     time.Time
 }
 

@@ -178,3 +178,24 @@ func TestStagingFinalFailuresWaitAcrossStarts(t *testing.T) {
 	}
 	e.retryAndWant(s2, s2.Lookup(refused), 2, []byte(refused.Name))
 }
+
+// TestRetryDuringAnAttemptRetriesItsFailure: a retry asked while an attempt
+// is under way (the user raised the quota meanwhile) is not lost when that
+// attempt fails for good.
+func TestRetryDuringAnAttemptRetriesItsFailure(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: 10 * time.Millisecond})
+	release := e.fake.hold("Upload")
+	defer release()
+	e.fake.failNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeStorageFull, Message: "storage full"})
+	tg := stagingShared("quota.bin")
+	e.create(s, tg, 0, []byte("retried"))
+	testkit.WaitFor(t, 5*time.Second, "the attempt", func() bool { return s.Stats().Uploading == 1 })
+	s.Retry() // while the attempt that will fail is under way
+	release()
+	testkit.WaitFor(t, 5*time.Second, "the upload", func() bool { return s.Stats().Uploaded == 1 })
+	e.want(tg, []byte("retried"))
+	if n := e.fake.count("Upload"); n != 2 {
+		t.Fatalf("%d upload attempts, want 2", n)
+	}
+}

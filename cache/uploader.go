@@ -138,6 +138,14 @@ func (s *Staging) failedLocked(up *upload, err error) bool {
 		s.armLocked(st, d)
 		return false
 	}
+	if st.retryAsked {
+		// Retry was asked while this attempt was under way: once more.
+		st.retryAsked = false
+		log.Info("staging: upload failed; retrying it once more, as asked while it was under way")
+		st.state = stWaiting
+		s.enqueueLocked(st, false)
+		return false
+	}
 	st.state = stFailed
 	st.permErr = err
 	st.retries = 0
@@ -219,7 +227,7 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 	}
 	st.replaces = res.ID // a later upload overwrites this one
 	st.overwrite = false
-	st.lastErr, st.permErr, st.attempts, st.retries = nil, nil, 0, 0
+	st.lastErr, st.permErr, st.attempts, st.retries, st.retryAsked = nil, nil, 0, 0, false
 	st.deleteAfter = slices.DeleteFunc(st.deleteAfter, func(id int64) bool { return id == res.ID })
 	toDelete := slices.Clone(st.deleteAfter)
 	s.saveLocked(st, true)

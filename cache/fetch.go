@@ -384,6 +384,43 @@ func (r *Reader) wait(ctx context.Context, off, n int64, first bool) error {
 	return nil
 }
 
+// moveLocked moves the reader's window for a new read at [off, off+n) and
+// reports whether the read is at random. Called with r.mu held.
+func (r *Reader) moveLocked(off, n int64) bool {
+	ff := r.ff
+	bs := ff.f.content.BlockSize()
+	if r.next > 0 && off == r.last {
+		// The same read again (a reader retrying, the kernel asking twice):
+		// as the last one was, without moving the window.
+		return r.window == 0
+	}
+	r.last = off
+	random := false
+	// Sequential when it starts within a block of where the last ended (the
+	// kernel reorders reads a little); after random reads, one such read opens
+	// one block (it may be chance), a second the full read-ahead window.
+	switch {
+	case r.next == 0 && off == 0:
+		r.window = min(2*ff.f.chunk, ff.f.readAhead)
+	case r.next > 0 && off >= r.next-bs && off <= r.next+bs:
+		if r.window == 0 {
+			r.window = bs
+		} else {
+			r.window = min(max(2*r.window, 2*ff.f.chunk), ff.f.readAhead)
+		}
+	default:
+		ff.f.stats.random.Add(1)
+		r.window = 0
+		r.ahead = 0
+		random = true
+	}
+	r.next = max(r.next, off+n)
+	if r.window == 0 {
+		r.next = off + n
+	}
+	return random
+}
+
 // plan starts the fetches a read at [off, off+n) needs, and the read-ahead
 // after it, and returns the blocks to wait for; the read is counted once as a
 // waiter of each fetch it waits on. first is false when the same read plans
@@ -395,40 +432,7 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 	if r.closed {
 		return nil, errors.New("cache: reader closed")
 	}
-	bs := ff.f.content.BlockSize()
-	random := false
-	if first && r.next > 0 && off == r.last {
-		// The same read again (a reader retrying, the kernel asking twice):
-		// as the last one was, without moving the window.
-		random = r.window == 0
-	} else if first {
-		r.last = off
-		// Sequential when the read starts where the last ended, or within a
-		// block of it (the kernel may reorder its reads a little). After
-		// reads at random, the first such read opens a window of one block
-		// (no read-ahead: a random read may land there by chance), the next
-		// one the full window.
-		switch {
-		case r.next == 0 && off == 0:
-			r.window = min(2*ff.f.chunk, ff.f.readAhead)
-		case r.next > 0 && off >= r.next-bs && off <= r.next+bs:
-			if r.window == 0 {
-				r.window = bs
-			} else {
-				r.window = min(max(2*r.window, 2*ff.f.chunk), ff.f.readAhead)
-			}
-		default:
-			ff.f.stats.random.Add(1)
-			r.window = 0
-			r.ahead = 0
-			random = true
-		}
-		r.next = max(r.next, off+n)
-		if r.window == 0 {
-			r.next = off + n
-		}
-	}
-
+	random := first && r.moveLocked(off, n)
 	ff.mu.Lock()
 	defer ff.mu.Unlock()
 	missing := ff.h.Missing(off, n)

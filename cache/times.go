@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/orgfs/orgfs/api"
 )
 
@@ -18,7 +20,14 @@ type Times struct {
 	mu      sync.Mutex
 	pending map[Target]time.Time // guarded by mu; set on files not uploaded yet
 	byID    map[int64]*mtimeNote // guarded by mu; set on service files
+	// recent is the time of the mount's own record of each file uploaded
+	// lately (provisional: not the service's), so that a time set on a file
+	// just uploaded survives the first real listing; safe for concurrent use.
+	recent *lru.Cache[int64, time.Time]
 }
+
+// recentUploads is how many uploads' own record times Times keeps.
+const recentUploads = 4096
 
 type mtimeNote struct {
 	shown       time.Time // what the user set
@@ -28,7 +37,11 @@ type mtimeNote struct {
 
 // NewTimes returns an empty Times.
 func NewTimes() *Times {
-	return &Times{pending: map[Target]time.Time{}, byID: map[int64]*mtimeNote{}}
+	recent, err := lru.New[int64, time.Time](recentUploads)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &Times{pending: map[Target]time.Time{}, byID: map[int64]*mtimeNote{}, recent: recent}
 }
 
 // SetPending records a time set on a pending file.
@@ -48,10 +61,16 @@ func (m *Times) Move(from, to Target) {
 	m.mu.Unlock()
 }
 
-// SetFile records a time set on a service file, as listed now.
+// SetFile records a time set on a service file, as listed now: by the
+// service, or by the mount's own record of its upload (then the service's
+// time is learnt from the first real listing, as in Uploaded).
 func (m *Times) SetFile(f api.File, when time.Time) {
+	note := &mtimeNote{shown: when, seen: f.LastModified}
+	if p, ok := m.recent.Get(f.ID); ok && p.Equal(f.LastModified) {
+		note = &mtimeNote{shown: when, provisional: p}
+	}
 	m.mu.Lock()
-	m.byID[f.ID] = &mtimeNote{shown: when, seen: f.LastModified}
+	m.byID[f.ID] = note
 	m.mu.Unlock()
 }
 
@@ -59,6 +78,7 @@ func (m *Times) SetFile(f api.File, when time.Time) {
 // the time of the record the mount made itself; the service's own time is
 // learnt from the first real listing.
 func (m *Times) Uploaded(t Target, id int64, provisional time.Time) {
+	m.recent.Add(id, provisional)
 	m.mu.Lock()
 	if when, ok := m.pending[t]; ok {
 		delete(m.pending, t)

@@ -187,3 +187,21 @@ func TestWriteReviewMtimeAfterRelist(t *testing.T) {
 		t.Errorf("mtime lost after relisting")
 	}
 }
+
+// A time set on a file just uploaded (its record still the mount's own, not
+// yet listed by the service) survives the first real listing.
+func TestMtimeSetAfterUploadSurvivesRelist(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.path("shared", "late.txt")
+	os.WriteFile(p, []byte("late"), 0o644)
+	e.settle()
+	when := time.Date(2002, 3, 4, 5, 6, 7, 0, time.UTC)
+	if err := os.Chtimes(p, when, when); err != nil {
+		t.Fatal(err)
+	}
+	e.dirs.DropAll()
+	time.Sleep(1200 * time.Millisecond) // the kernel's attributes expire
+	if fi, err := os.Stat(p); err != nil || !fi.ModTime().Equal(when) {
+		t.Fatalf("mtime after the first real listing: %v, %v; want %v", fi.ModTime().UTC(), err, when)
+	}
+}

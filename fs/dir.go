@@ -2,8 +2,6 @@ package fs
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -187,9 +185,11 @@ func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged
 // name stands for the listed one, then the pending files of new names, then
 // the local-only files.
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	var names []string // by name (Staging.Pending's order)
 	pending := map[string]bool{}
 	if n.fsys.Staging != nil {
 		for _, st := range n.fsys.Staging.Pending(n.key.Area, n.key.ID) {
+			names = append(names, st.Target().Name)
 			pending[st.Target().Name] = true
 		}
 	}
@@ -209,7 +209,7 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 		}
 		entries[i] = fuse.DirEntry{Name: name, Mode: mode, Ino: ino}
 	}
-	for _, name := range slices.Sorted(maps.Keys(pending)) {
+	for _, name := range names {
 		if _, listed := v.byName[name]; !listed {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: stagedIno(n.key, name)})
 		}

@@ -211,7 +211,7 @@ func countFiles(d *node) (n int, size int64) {
 func (e *Emulator) sweepJobs(now time.Time) {
 	var keys []string
 	for id, j := range e.jobs {
-		if !now.Before(j.expires) && !j.building {
+		if !now.Before(j.expires) {
 			delete(e.jobs, id)
 			keys = append(keys, zipKey(id))
 		}
@@ -253,44 +253,25 @@ func (e *Emulator) getDownloadJob(c *call) (any, error) {
 		defer e.mu.Unlock()
 		return e.jobRecord(j, c.now, withURL), nil
 	}
-	if bg := j.bg; bg != nil {
-		// Built in the background (wait for the end of it).
-		e.mu.Unlock()
-		<-bg
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if j.final == "" {
-			err := j.built.err
-			if items, _ := e.zipItems(j); err == nil && len(items) == 0 {
-				err = errors.New("nothing left to bundle") // removed since
-			}
-			e.settleJob(j, j.built.size, j.built.zipSize, err)
-		}
-		return e.jobRecord(j, c.now, withURL), nil
-	}
-	// No build ran (a job from before a restart): build the ZIP of the
-	// current content now.
-	j.building = true
-	items, size := e.zipItems(j)
+	// Its ZIP is built in the background (buildLater): wait for the end of it.
+	bg := j.bg
 	e.mu.Unlock()
-
-	var zipSize int64
-	if len(items) == 0 {
-		err = errors.New("nothing left to bundle")
-	} else {
-		zipSize, err = e.buildZip(zipKey(j.id), items)
-	}
-
+	<-bg
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	j.building = false
-	e.settleJob(j, size, zipSize, err)
+	if j.final == "" {
+		err := j.built.err
+		if items, _ := e.zipItems(j); err == nil && len(items) == 0 {
+			err = errors.New("nothing left to bundle") // removed since
+		}
+		e.settleJob(j, j.built.size, j.built.zipSize, err)
+	}
 	return e.jobRecord(j, c.now, withURL), nil
 }
 
 // buildLater builds j's ZIP in the background, from the content as it is
-// now; getDownloadJob settles the job with it once it is due. Called with mu
-// held.
+// now (at the job's creation, or at a restart for a job not done then);
+// getDownloadJob settles the job with it once it is due. Called with mu held.
 func (e *Emulator) buildLater(j *job) {
 	j.bg = make(chan struct{})
 	items, size := e.zipItems(j)

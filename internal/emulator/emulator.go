@@ -255,6 +255,11 @@ func (e *Emulator) open() error {
 		}
 		e.mu.Lock()
 		missing := e.tidyObjects(keys)
+		for _, j := range e.jobs {
+			if j.final == "" {
+				e.buildLater(j) // its ZIP was not kept
+			}
+		}
 		e.restored, e.persist = true, true
 		e.mu.Unlock()
 		log := e.log.WithFields(map[string]any{"state": statePath, "seed": st.Seed, "seeded_at": isoTime(st.SeededAt), "saved_at": isoTime(st.SavedAt)})

@@ -305,21 +305,20 @@ const (
 
 // job is a download job (a ZIP bundle).
 type job struct {
-	id       int64
-	org      *org
-	kind     jobKind
-	dirID    int64
-	fileIDs  []int64
-	taskID   int64
-	name     string // ZIP file name
-	size     int64  // total bytes of the files
-	created  time.Time
-	expires  time.Time
-	final    string // uploaded, failed or cancelled once reached; "" before
-	building bool   // a request is building the ZIP
-	zipSize  int64
-	bg       chan struct{} // closed when the ZIP built in the background from the job's creation is done; nil after a restart
-	built    *zipBuild     // that build's outcome, once bg is closed
+	id      int64
+	org     *org
+	kind    jobKind
+	dirID   int64
+	fileIDs []int64
+	taskID  int64
+	name    string // ZIP file name
+	size    int64  // total bytes of the files
+	created time.Time
+	expires time.Time
+	final   string // uploaded, failed or cancelled once reached; "" before
+	zipSize int64
+	bg      chan struct{} // closed when the ZIP built in the background (buildLater) is done
+	built   *zipBuild     // that build's outcome, once bg is closed
 }
 
 // zipBuild is the outcome of a job's ZIP built in the background.
@@ -346,7 +345,7 @@ func (j *job) status(now time.Time, stepDelay time.Duration) string {
 
 // due reports whether the ZIP should be built now.
 func (j *job) due(now time.Time, stepDelay time.Duration) bool {
-	return j.final == "" && !j.building && !now.Before(j.created.Add(2*stepDelay))
+	return j.final == "" && !now.Before(j.created.Add(2*stepDelay))
 }
 
 // task is a computer's task: an output folder in the computer's storage and

@@ -16,7 +16,7 @@ UNITDIR ?= /etc/systemd/system
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) .
+	$(GO) build -ldflags "-X github.com/orgfs/orgfs/internal/cli.version=$(VERSION)" -o $(BIN) .
 
 # The test command of README.md and CI: formatting, vet, and every test under the race detector.
 test: fmt-check vet darwin lint unit
@@ -44,7 +44,7 @@ unit:
 # ORGFS_MODEL_SEED=N reproduces a run.
 soak:
 	ORGFS_MODEL_WORKERS=$${ORGFS_MODEL_WORKERS:-16} ORGFS_MODEL_ROUNDS=$${ORGFS_MODEL_ROUNDS:-100} \
-	ORGFS_MODEL_FAULTS=$${ORGFS_MODEL_FAULTS:-0.1} $(GO) test -race -count=1 -timeout 60m -run '^TestModel$$' -v .
+	ORGFS_MODEL_FAULTS=$${ORGFS_MODEL_FAULTS:-0.1} $(GO) test -race -count=1 -timeout 60m -run '^TestModel$$' -v ./internal/e2e
 
 # The benchmarks (scripts/bench-read, bench-write, bench-fio; as root or with
 # fusermount3, and fio and jq), then their tables and chart into README.md and

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // --metrics-addr: the mount's counters (those of .ctl/stats) as Prometheus
 // metrics, with the official client library.

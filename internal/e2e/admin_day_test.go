@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestAdminDayScript(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "scripts/admin-day.sh", dir)
+	cmd := exec.CommandContext(ctx, "bash", "../../scripts/admin-day.sh", dir)
 	cmd.Env = append(os.Environ(), "ADMIN_DAY_TIMEOUT=30")
 	cmd.WaitDelay = 5 * time.Second // a child left holding the output does not hang the test
 	out, err := cmd.CombinedOutput()

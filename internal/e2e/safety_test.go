@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/cli"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 	"github.com/orgfs/orgfs/internal/testkit"
@@ -84,8 +85,8 @@ func TestExitStatusTellsOfFilesLeftStaged(t *testing.T) {
 		t.Fatalf("the log does not name the file by its path:\n%s", d.out)
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	if code := d.wait(); code != exitUploadsLeft {
-		t.Fatalf("exit status %d with a file left staged, want %d:\n%s", code, exitUploadsLeft, d.out)
+	if code := d.wait(); code != cli.ExitUploadsLeft {
+		t.Fatalf("exit status %d with a file left staged, want %d:\n%s", code, cli.ExitUploadsLeft, d.out)
 	}
 	if out := d.out.String(); !strings.Contains(out, "1 files not uploaded") || !strings.Contains(out, cacheDir) ||
 		!strings.Contains(out, "next mount") {

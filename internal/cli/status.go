@@ -1,17 +1,15 @@
-package main
+package cli
 
-// The desk commands that talk to a running mount through its control tree
-// (no second channel): orgfs sync, orgfs status, orgfs unmount.
+// orgfs status: the upload queue with progress, failures, cache and request
+// counters, read from .ctl/stats and .ctl/uploads.json.
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -24,133 +22,6 @@ import (
 	orgfs "github.com/orgfs/orgfs/fs"
 	"github.com/orgfs/orgfs/internal/units"
 )
-
-// orgfsMounts lists the mount points of orgfs mounts (/proc/mounts).
-func orgfsMounts() []string {
-	b, err := os.ReadFile("/proc/mounts")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 3 && (f[2] == "fuse.orgfs" || f[0] == "orgfs") {
-			out = append(out, unescapeMount(f[1]))
-		}
-	}
-	return out
-}
-
-// unescapeMount undoes /proc/mounts' octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	return r.Replace(s)
-}
-
-// mountOf finds the orgfs mount holding path (the mount point itself, or a
-// path below one); with no path, the only orgfs mount there is.
-func mountOf(path string) (string, error) {
-	mounts := orgfsMounts()
-	if path == "" {
-		switch len(mounts) {
-		case 0:
-			return "", errors.New("no orgfs mount here (name the mount point)")
-		case 1:
-			return mounts[0], nil
-		}
-		return "", fmt.Errorf("%d orgfs mounts (%s): name one", len(mounts), strings.Join(mounts, ", "))
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	best := ""
-	for _, m := range mounts {
-		if (abs == m || strings.HasPrefix(abs, strings.TrimSuffix(m, "/")+"/")) && len(m) > len(best) {
-			best = m
-		}
-	}
-	if best == "" {
-		// Not in /proc/mounts (another namespace): a folder with .ctl/README is one.
-		for dir := abs; ; dir = filepath.Dir(dir) {
-			if _, err := os.Stat(filepath.Join(dir, ".ctl", "README")); err == nil {
-				return dir, nil
-			}
-			if dir == filepath.Dir(dir) {
-				break
-			}
-		}
-		return "", fmt.Errorf("%s is not in an orgfs mount", path)
-	}
-	return best, nil
-}
-
-// readCtl decodes a control file of the mount at mnt.
-func readCtl(mnt, name string, v any) error {
-	b, err := os.ReadFile(filepath.Join(mnt, ".ctl", name))
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
-}
-
-// writeCtl writes one input to a control file and returns the error of the
-// write or the close with the folder's result.
-func writeCtl(mnt, name, input string) (orgfs.Result, error) {
-	p := filepath.Join(mnt, ".ctl", name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return orgfs.Result{}, err
-	}
-	_, werr := f.WriteString(input)
-	cerr := f.Close()
-	var r orgfs.Result
-	if err := readCtl(mnt, filepath.Join(filepath.Dir(name), "result"), &r); err != nil && werr == nil && cerr == nil {
-		return r, err
-	}
-	return r, errors.Join(werr, cerr)
-}
-
-const syncSynopsis = ` MOUNTPOINT [PATH...]
-
-Returns once everything written before it (under the PATHs given, files or
-folders, or in the whole mount) is on the service; exit status 1, with the
-files and their errors, when some could not be sent. 'sync -f' on the mount
-does not wait for uploads; this does.`
-
-func runSync(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sync", syncSynopsis, stdout)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() < 1 {
-		return usagef("sync needs the mount point (see 'orgfs sync --help')")
-	}
-	mnt, err := mountOf(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	var lines []string
-	for _, p := range fs.Args()[1:] {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(mnt, abs)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return usagef("%s is not in the mount at %s", p, mnt)
-		}
-		lines = append(lines, filepath.ToSlash(rel))
-	}
-	start := time.Now()
-	r, err := writeCtl(mnt, "sync", strings.Join(lines, "\n")+"\n")
-	if err != nil {
-		return fmt.Errorf("%s (%v)", r.Message, err)
-	}
-	rec, _ := r.Record.(map[string]any)
-	fmt.Fprintf(stdout, "orgfs: %v files on the service (%s)\n", rec["files"], time.Since(start).Round(time.Millisecond))
-	return nil
-}
 
 const statusSynopsis = ` [MOUNTPOINT]
 
@@ -347,62 +218,4 @@ func showQueue(ctx context.Context, w io.Writer, mnt string, untilEmpty bool) er
 		case <-tick.C:
 		}
 	}
-}
-
-const unmountSynopsis = ` MOUNTPOINT
-
-Sends what waits to upload, showing its progress, then unmounts. Exit
-status 0 when everything written is on the service, 3 when files were left
-(they stay staged and upload at the next mount), 1 when the unmount failed.`
-
-func runUnmount(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("unmount", unmountSynopsis, stdout)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("unmount needs the mount point (see 'orgfs unmount --help')")
-	}
-	mnt, err := mountOf(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	type outcome struct {
-		r   orgfs.Result
-		err error
-	}
-	synced := make(chan outcome, 1)
-	go func() {
-		r, err := writeCtl(mnt, "sync", "\n")
-		synced <- outcome{r, err}
-	}()
-	qctx, cancel := context.WithCancel(ctx)
-	shown := make(chan error, 1)
-	go func() { shown <- showQueue(qctx, stdout, mnt, false) }()
-	var o outcome
-	select {
-	case o = <-synced:
-	case <-ctx.Done():
-		o.err = errors.New("interrupted")
-	}
-	cancel()
-	<-shown
-	if err := unmountPath(mnt); err != nil {
-		return err
-	}
-	if o.err != nil {
-		return &exitError{code: 3, msg: fmt.Sprintf("unmounted %s with files not uploaded: %s (%v); they stay staged and upload at the next mount of this organization with the same cache dir", mnt, o.r.Message, o.err)}
-	}
-	fmt.Fprintf(stdout, "orgfs: everything written is on the service; %s unmounted\n", mnt)
-	return nil
-}
-
-// unmountPath unmounts an orgfs mount.
-func unmountPath(mnt string) error {
-	if err := userUnmount(mnt); err != nil {
-		return fmt.Errorf("unmounting %s: %w (programs still use it? close them, or detach it: fusermount3 -u -z %s)", mnt, err, mnt)
-	}
-	return nil
 }

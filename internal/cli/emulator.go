@@ -1,4 +1,7 @@
-package main
+package cli
+
+// orgfs emulator: the service emulator on loopback, with demo data or empty,
+// its state kept in --data-dir and credentials files for scripts.
 
 import (
 	"context"
@@ -9,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/logging"
@@ -45,19 +50,7 @@ func defaultEmulatorOptions() emulatorOptions {
 func runEmulator(args []string, stdout, stderr io.Writer) error {
 	o := defaultEmulatorOptions()
 	fs := newFlagSet("emulator", "", stdout)
-	fs.StringVar(&o.Listen, "listen", o.Listen, "address of the API (port 0 picks a free port)")
-	fs.StringVar(&o.ObjectsListen, "objects-listen", o.ObjectsListen, "address of the object store behind presigned URLs (port 0 picks a free port)")
-	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "keep the organizations' state (DIR/state.json) and file contents (DIR/objects) here across restarts (default: a temporary directory, removed at exit)")
-	fs.StringVar(&o.Seed, "seed", o.Seed, "initial content: demo (a populated organization), empty, or bench (empty plus the benchmarks' data in org-a's shared/bench); not applied when --data-dir holds a saved state")
-	fs.Var(&o.BenchFileSize, "bench-file-size", "size of bench/big.bin with --seed bench (default 1G)")
-	fs.StringVar(&o.CredentialsDir, "credentials-dir", o.CredentialsDir, "write one credentials file per organization here: org-a.json, org-b.json (default: DATA-DIR/credentials)")
-	fs.Var((*units.Duration)(&o.StepDelay), "step-delay", "time each step of an asynchronous job takes (image builds, computer power, download bundles)")
-	fs.Var((*units.Duration)(&o.Latency), "latency", "delay added to every API request")
-	fs.Var((*units.Duration)(&o.ObjectLatency), "object-latency", "delay before the first byte of every object transfer")
-	fs.Var(&o.StreamRate, "stream-rate", "bandwidth of one object connection, e.g. 100MB/s (0: unlimited)")
-	fs.Float64Var(&o.FaultRate, "fault-rate", o.FaultRate, "fraction (0..1) of requests that fail: 500/503 answers, connections reset mid-body, answers dropped")
-	fs.Int64Var(&o.FaultSeed, "fault-seed", o.FaultSeed, "seed of the fault sequence (the same seed gives the same faults)")
-	o.Log.AddFlags(fs)
+	o.addFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -102,6 +95,35 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	if err := srv.WriteCredentials(credDir); err != nil {
 		return err
 	}
+	o.printBanner(stdout, srv, credDir)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	log.Info("stopping the emulator")
+	return nil
+}
+
+// addFlags adds the emulator's flags to fs.
+func (o *emulatorOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Listen, "listen", o.Listen, "address of the API (port 0 picks a free port)")
+	fs.StringVar(&o.ObjectsListen, "objects-listen", o.ObjectsListen, "address of the object store behind presigned URLs (port 0 picks a free port)")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "keep the organizations' state (DIR/state.json) and file contents (DIR/objects) here across restarts (default: a temporary directory, removed at exit)")
+	fs.StringVar(&o.Seed, "seed", o.Seed, "initial content: demo (a populated organization), empty, or bench (empty plus the benchmarks' data in org-a's shared/bench); not applied when --data-dir holds a saved state")
+	fs.Var(&o.BenchFileSize, "bench-file-size", "size of bench/big.bin with --seed bench (default 1G)")
+	fs.StringVar(&o.CredentialsDir, "credentials-dir", o.CredentialsDir, "write one credentials file per organization here: org-a.json, org-b.json (default: DATA-DIR/credentials)")
+	fs.Var((*units.Duration)(&o.StepDelay), "step-delay", "time each step of an asynchronous job takes (image builds, computer power, download bundles)")
+	fs.Var((*units.Duration)(&o.Latency), "latency", "delay added to every API request")
+	fs.Var((*units.Duration)(&o.ObjectLatency), "object-latency", "delay before the first byte of every object transfer")
+	fs.Var(&o.StreamRate, "stream-rate", "bandwidth of one object connection, e.g. 100MB/s (0: unlimited)")
+	fs.Float64Var(&o.FaultRate, "fault-rate", o.FaultRate, "fraction (0..1) of requests that fail: 500/503 answers, connections reset mid-body, answers dropped")
+	fs.Int64Var(&o.FaultSeed, "fault-seed", o.FaultSeed, "seed of the fault sequence (the same seed gives the same faults)")
+	o.Log.AddFlags(fs)
+}
+
+// printBanner says where the emulator listens, where its state is kept and
+// where the credentials files are.
+func (o *emulatorOptions) printBanner(stdout io.Writer, srv *emulator.Server, credDir string) {
 	fmt.Fprintf(stdout, "orgfs emulator: API at %s, object store at %s, counters at %s%s\n", srv.APIURL, srv.ObjectsURL, srv.APIURL, emulator.StatsPath)
 	switch state := srv.Emulator.StateFile(); {
 	case state == "":
@@ -116,12 +138,6 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "  network play: GET/POST %s%s with the token in %s\n", srv.APIURL, emulator.PlayPath, filepath.Join(credDir, emulator.AdminTokenFile))
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	<-ctx.Done()
-	log.Info("stopping the emulator")
-	return nil
 }
 
 func (o *emulatorOptions) validate() error {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/cli"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 	"github.com/orgfs/orgfs/internal/testkit"
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "orgfs")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", binary, "github.com/orgfs/orgfs").CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
 		panic(err)
 	}
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 // runCmd runs orgfs in-process and returns its exit code and output.
 func runCmd(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := run(args, &out, &errOut)
+	code := cli.Main(append([]string{"orgfs"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -75,7 +76,8 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	if code, _, errOut := runCmd("mount", "--cache-max-size", "lots", "x"); code != 2 || !strings.Contains(errOut, "invalid size") {
 		t.Errorf("bad size: %d %q", code, errOut)
 	}
-	if code, out, _ := runCmd("version"); code != 0 || !strings.HasPrefix(out, "orgfs ") || !strings.Contains(out, "\ngo       go1.") ||
+	// The built binary's, whose build information names its modules.
+	if code, out := orgfsCmd(t, "version"); code != 0 || !strings.HasPrefix(out, "orgfs ") || !strings.Contains(out, "\ngo       go1.") ||
 		!strings.Contains(out, "\ngo-fuse  v2.") || !strings.Contains(out, "\nplatform ") {
 		t.Errorf("version: %d %q", code, out)
 	}

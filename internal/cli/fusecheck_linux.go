@@ -1,4 +1,6 @@
-package main
+package cli
+
+// Is FUSE there (Linux): /dev/fuse, and fusermount3 for a user who is not root.
 
 import (
 	"errors"

@@ -1,4 +1,6 @@
-package main
+package cli
+
+// Unmounting on Linux: through fusermount3, or umount2 as root.
 
 import (
 	"fmt"

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/emulator/content/contenttest"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 )
 
 // Every file of the demo seed, fetched through the API and its presigned
 // URL, has the size it is listed with and content of its type: JSON that
 // parses, PNG and JPEG that decode, UTF-8 text, CSV rows, PDF and Office
-// documents that hold together (emulator.CheckContent).
+// documents that hold together (contenttest.Check).
 func TestDemoContent(t *testing.T) {
 	v := start(t, emulator.SeedDemo)
 	seen := map[string]int{}
@@ -46,7 +47,7 @@ func TestDemoContent(t *testing.T) {
 				if int64(len(b)) != num(t, a, "size") {
 					t.Errorf("%s: %d bytes, listed as %d", a["path"], len(b), num(t, a, "size"))
 				}
-				if err := emulator.CheckContent(name, b); err != nil {
+				if err := contenttest.Check(name, b); err != nil {
 					t.Errorf("%s (%d bytes): %v", a["path"], len(b), err)
 				}
 				seen[ext]++

@@ -5,12 +5,45 @@
 // advanced lazily by an injectable clock, and an object store with presigned
 // URLs on a listener of its own (package objstore).
 //
-// With Options.DataDir the state is kept there across runs (state.go).
+// With Options.DataDir the state is kept there across runs (persist.go).
 //
 // Lock order: Emulator.mu, then nothing. upload.mu (one per upload, held for a
 // whole complete) and saveMu (one save at a time) are taken before
 // Emulator.mu, never while holding it. Emulator.mu is never held across
 // object-store I/O, file I/O, sleeps or network I/O.
+//
+// # Files
+//
+//	emulator.go      Options, Emulator, New (data directory, object store, state or seed), Close, ids
+//	server.go        Listen: the API and the object store on two listeners; credentials files
+//	http.go          the request pipeline (routes, latency, faults, envelopes), request helpers, injected errors
+//	auth.go          HMAC verification of API requests, nonces
+//	errors.go        how each error code is provoked; apiError
+//	stats.go         the counters (Stats) and their endpoint (StatsPath)
+//	network.go       network play switched at run time (latency, rate, faults, outages) and PlayPath
+//	model.go         the resources: organizations, users, storage areas, nodes, computers, images, jobs, tasks
+//	records.go       the JSON records of the interface
+//	catalog.go       the fixed catalog: machine types, software, base images, seat plans
+//	files.go         finding nodes, names, adding a node, deleting (DELETE /files/{id})
+//	files_list.go    file listings: shared storage, recordings, a computer's storage, a task's folders
+//	files_upload.go  uploads: POST /files and POST /files/{id}/complete
+//	files_direct.go  server-side helpers (no HTTP): roots, folders, files, deletion, quotas
+//	downloads.go     a file's download URL; download jobs and their ZIPs
+//	seats.go         computers: their state machine and the /seats and /machines endpoints
+//	livefs.go        a running computer's fake Windows file system (list-content)
+//	images.go        images (templates) and the software catalog endpoint
+//	usage.go         usage minutes: balances, assign, retrieve
+//	logs.go          action logs and GET /user-action-logs
+//	seed.go          the seeds "demo" and "empty", Fixtures, in-process credentials
+//	seed_bench.go    the seed "bench": the benchmarks' data
+//	persist.go       the state kept in DataDir: its format, capture and atomic save
+//	persist_load.go  loading a saved state, every reference checked
+//	lock_unix.go     the data directory's lock (flock)
+//	lock_other.go    no lock where there is no flock
+//
+// Packages below: objstore (the object store), faults (fault injection),
+// content (the seeded files' content; content/contenttest checks it) and
+// emutest (test helpers: a served emulator, a fake clock, a signing client).
 package emulator
 
 import (
@@ -101,7 +134,7 @@ type Emulator struct {
 	restored   bool           // the state was loaded from dataDir
 	lock       *os.File       // the data directory's lock; nil when none
 
-	// persistence (state.go)
+	// persistence (persist.go)
 	saveMu     sync.Mutex    // serializes saves; taken before mu
 	persist    bool          // guarded by mu; changes are saved
 	saveTimer  *time.Timer   // guarded by mu; a save is scheduled
@@ -132,7 +165,7 @@ type Emulator struct {
 }
 
 // New creates an emulator with the state saved in opts.DataDir when there
-// is one (state.go), else with the seed of opts. Close releases it.
+// is one (persist.go), else with the seed of opts. Close releases it.
 func New(opts Options) (*Emulator, error) {
 	if opts.Seed == "" {
 		opts.Seed = SeedDemo

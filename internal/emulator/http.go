@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/internal/emulator/faults"
-	"github.com/orgfs/orgfs/internal/emulator/objstore"
 )
 
 // call is one authenticated API request on its way through a handler.
@@ -452,55 +451,7 @@ func containsFold(name, q string) bool {
 	return strings.Contains(strings.ToLower(name), strings.ToLower(q))
 }
 
-// Statistics.
-
-// Stats are the emulator's counters.
-type Stats struct {
-	Requests map[string]int64 // API requests by route ("GET /files", "POST /files/download", ...; "unknown")
-	Codes    map[int]int64    // API answers by client_code (dropped answers included)
-	Faults   map[string]int64 // API faults injected by kind ("500", "503", "drop")
-	Injected int64            // answers forced by InjectError or dropped by InjectDrop
-	Objects  objstore.Stats   // the object store's counters
-}
-
-type statsCounters struct {
-	requests map[string]int64
-	codes    map[int]int64
-	faults   map[string]int64
-	injected int64
-}
-
-func (s *statsCounters) init() {
-	s.requests = map[string]int64{}
-	s.codes = map[int]int64{}
-	s.faults = map[string]int64{}
-}
-
-func (s *statsCounters) count(route string, code int, fault faults.Kind) {
-	s.requests[route]++
-	s.codes[code]++
-	if fault != faults.None {
-		s.faults[fault.String()]++
-	}
-}
-
-// Stats returns a copy of the counters.
-func (e *Emulator) Stats() Stats {
-	e.mu.Lock()
-	st := Stats{Requests: map[string]int64{}, Codes: map[int]int64{}, Faults: map[string]int64{}, Injected: e.stats.injected}
-	for k, v := range e.stats.requests {
-		st.Requests[k] = v
-	}
-	for k, v := range e.stats.codes {
-		st.Codes[k] = v
-	}
-	for k, v := range e.stats.faults {
-		st.Faults[k] = v
-	}
-	e.mu.Unlock()
-	st.Objects = e.store.Stats()
-	return st
-}
+// Faults and injected answers.
 
 // SetFaultRate changes the fault rate of the API and of the object store.
 func (e *Emulator) SetFaultRate(rate float64) {

@@ -2,7 +2,7 @@ package emulator
 
 // Seeds. Both seeds create org-a (feature multiple_file_download) and org-b
 // (without it), keys "org-a-key" and "org-b-key", secrets random per seeding
-// (kept with the state when it is kept: state.go).
+// (kept with the state when it is kept: persist.go).
 //
 // Seeded objects in a transitional state (a computer installing, an image
 // pending or building) hold that state: they have no scheduled transition, so
@@ -22,7 +22,7 @@ package emulator
 // spaces, unicode and '#'), files in each computer's storage, recordings per
 // computer, and five weeks of action logs. org-b is smaller: two computers,
 // one image, a few files. Every file holds deterministic content of its type
-// (content.go): text that reads as text, JSON that parses, pictures that
+// (package content): text that reads as text, JSON that parses, pictures that
 // decode, PDFs and Office documents that open.
 
 import (
@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/orgfs/orgfs/internal/emulator/content"
 )
 
 // Fixtures names the seeded objects that put an organization in the states
@@ -178,7 +180,7 @@ func (sd *seeder) file(a *area, parentID int64, name string, size int64, u *user
 		return 0, fmt.Errorf("seeding file %q: %w", name, err)
 	}
 	sd.writes.Go(func() error {
-		if err := sd.e.writeFile(f, newContent(name, size)); err != nil {
+		if err := sd.e.writeFile(f, content.New(name, size)); err != nil {
 			return fmt.Errorf("seeding file %q: %w", name, err)
 		}
 		return nil

@@ -1,6 +1,6 @@
 package emulator
 
-// Loading the saved state (state.go): every reference is checked, so a state
+// Loading the saved state (persist.go): every reference is checked, so a state
 // file that does not hold together is an error naming what is wrong rather
 // than an emulator that fails later.
 

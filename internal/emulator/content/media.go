@@ -1,4 +1,4 @@
-package emulator
+package content
 
 // Seed content of the binary formats that have a structure: pictures (PNG,
 // JPEG), PDF, and Office Open XML packages (DOCX, XLSX). See content.go.
@@ -170,7 +170,7 @@ func jpegContent(rng *rand.Rand, title string, size int64) []byte {
 		return nil
 	}
 	w, h := 240, 180
-	if size < 32*kib {
+	if size < 32<<10 {
 		w, h = 80, 60
 	}
 	img := rgbaPicture(rng, w, h)

@@ -1,13 +1,17 @@
-package emulator
+package content
 
 import (
 	"io"
+	"path"
+	"strings"
 	"testing"
+
+	"github.com/orgfs/orgfs/internal/emulator/content/contenttest"
 )
 
 // Every generator gives exactly the size asked, for sizes around the edges
 // of its format, the same bytes for the same name and size, and content that
-// checks as its type (CheckContent).
+// checks as its type (contenttest.Check).
 func TestContentSizes(t *testing.T) {
 	names := []string{"a.txt", "Welcome.txt", "b.md", "sales 2024.csv", "contacts.csv", "prices.csv", "x.csv",
 		"render.log", "index.html", "style.css", "app.js", "config-007.json", "sensors.json", "input-log.json",
@@ -16,17 +20,17 @@ func TestContentSizes(t *testing.T) {
 		20<<10 + 7, 64<<10 - 1, 64 << 10, 65537, 131075}
 	for _, name := range names {
 		for _, size := range sizes {
-			b, err := io.ReadAll(newContent(name, size))
+			b, err := io.ReadAll(New(name, size))
 			if err != nil || int64(len(b)) != size {
 				t.Fatalf("%s of %d bytes: %d bytes, %v", name, size, len(b), err)
 			}
-			if err := CheckContent(name, b); err != nil && size >= minTyped(name) {
+			if err := contenttest.Check(name, b); err != nil && size >= minTyped(name) {
 				t.Errorf("%s of %d bytes: %v", name, size, err)
 			}
 		}
 	}
-	a, _ := io.ReadAll(newContent("notes.md", 5000))
-	b, _ := io.ReadAll(newContent("notes.md", 5000))
+	a, _ := io.ReadAll(New("notes.md", 5000))
+	b, _ := io.ReadAll(New("notes.md", 5000))
 	if string(a) != string(b) {
 		t.Fatal("content is not deterministic")
 	}
@@ -35,7 +39,7 @@ func TestContentSizes(t *testing.T) {
 // minTyped is the smallest size from which a name's content is of its type
 // (below it, the generators fall back to words or random bytes).
 func minTyped(name string) int64 {
-	switch ext(name) {
+	switch strings.ToLower(path.Ext(name)) {
 	case ".png", ".pdf":
 		return 1024
 	case ".jpg":

@@ -1,7 +1,6 @@
-package emulator
-
-// Seed content: every seeded file holds content of its type, exactly as many
-// bytes as the seed gives it, the same for the same name and size:
+// Package content generates the emulator's seed content: every seeded file
+// holds content of its type, exactly as many bytes as the seed gives it, the
+// same for the same name and size (New):
 //
 //   - text (.txt, .md, .csv, .log, .html, .css, .js): lines of words, UTF-8,
 //     in the shape of the type (paragraphs, headings and lists, rows of
@@ -16,6 +15,14 @@ package emulator
 //
 // Typed content is built in memory (the demo's largest is a few MiB); random
 // content is streamed, so a file of any size costs no memory.
+//
+// Package contenttest checks content of every type.
+//
+// # Files
+//
+//	content.go  New, the text formats and JSON, random bytes, WebM and Blender headers
+//	media.go    the binary formats that have a structure: PNG, JPEG, PDF, DOCX, XLSX
+package content
 
 import (
 	"bytes"
@@ -33,10 +40,8 @@ import (
 	"unicode/utf8"
 )
 
-// newContent returns size bytes of deterministic content for a file name.
-
-func newContent(name string, size int64) io.Reader {
-
+// New returns size bytes of deterministic content for a file name.
+func New(name string, size int64) io.Reader {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	seed := h.Sum64()

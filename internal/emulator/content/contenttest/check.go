@@ -1,4 +1,7 @@
-package emulator
+// Package contenttest checks that content is of the type its file name says,
+// for the tests of package content (every generator) and of the emulator
+// (every file of the demo seed, fetched through the API).
+package contenttest
 
 import (
 	"archive/zip"
@@ -20,13 +23,12 @@ import (
 
 func ext(name string) string { return strings.ToLower(path.Ext(name)) }
 
-// CheckContent checks that b is content of the type its name says (for the
-// tests of this package and of emulator_test): JSON that parses, pictures
-// that decode, text that is UTF-8 lines, CSV of consistent rows, a PDF whose
-// cross-reference table and stream lengths are right, Office packages of
-// well-formed XML parts, the headers of WebM and Blender files. Other types
-// pass.
-func CheckContent(name string, b []byte) error {
+// Check checks that b is content of the type its name says: JSON that
+// parses, pictures that decode, text that is UTF-8 lines, CSV of consistent
+// rows, a PDF whose cross-reference table and stream lengths are right,
+// Office packages of well-formed XML parts, the headers of WebM and Blender
+// files. Other types pass.
+func Check(name string, b []byte) error {
 	switch ext(name) {
 	case ".json":
 		if !json.Valid(b) {

@@ -51,7 +51,12 @@ type DirKey struct {
 
 // Listing is one folder's entries as the service listed them.
 type Listing struct {
-	Files   []api.File
+	Files []api.File
+	// Current is the folder's own record, as the listing's first page gave
+	// it (nil at an area's root, listed by id 0, and for a folder the mount
+	// seeded): an area's root, listed by its id, carries the storage's quota
+	// and use.
+	Current *api.File
 	Fetched time.Time
 }
 
@@ -137,13 +142,13 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 		}
 		d.mu.Unlock()
 		fetched := d.now()
-		files, err := d.fetch(context.WithoutCancel(ctx), key)
+		files, current, err := d.fetch(context.WithoutCancel(ctx), key)
 		if err != nil {
 			return nil, err
 		}
 		d.stats.listings.Add(1)
 		d.mu.Lock()
-		l := &Listing{Files: d.visibleLocked(files), Fetched: fetched}
+		l := &Listing{Files: d.visibleLocked(files), Current: current, Fetched: fetched}
 		if d.gen == gen {
 			d.dirs[key] = l
 			d.pruneLocked()
@@ -157,7 +162,8 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 	return v.(*Listing), nil
 }
 
-func (d *Dirs) fetch(ctx context.Context, key DirKey) ([]api.File, error) {
+// fetch lists a folder: its entries and its own record.
+func (d *Dirs) fetch(ctx context.Context, key DirKey) ([]api.File, *api.File, error) {
 	req := api.ListFilesRequest{ParentID: key.ID}
 	var list *api.FileList
 	switch key.Area.Kind {
@@ -168,7 +174,8 @@ func (d *Dirs) fetch(ctx context.Context, key DirKey) ([]api.File, error) {
 	default:
 		list = d.client.Recordings(ctx, req)
 	}
-	return list.Collect()
+	files, err := list.Collect()
+	return files, list.Current(), err
 }
 
 // Seats returns the organization's computers, from the cache while fresh.
@@ -286,7 +293,7 @@ func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 	if !ok {
 		return
 	}
-	d.dirs[key] = &Listing{Files: f(l.Files), Fetched: l.Fetched}
+	d.dirs[key] = &Listing{Files: f(l.Files), Current: l.Current, Fetched: l.Fetched}
 }
 
 // Cached returns a folder's cached listing, fresh or not, without a request.

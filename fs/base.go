@@ -1,5 +1,11 @@
 package fs
 
+// What every node shares: the base node (statfs, extended attributes,
+// refusals in fixed folders), inode numbers, and attributes as the mount
+// shows them.
+//
+// Locks: none of its own.
+
 import (
 	"context"
 	"encoding/binary"
@@ -14,38 +20,43 @@ import (
 )
 
 // node is embedded in every node of the tree: its go-fuse inode, the mount it
-// belongs to, and the answers every node gives alike (statfs, extended
-// attributes).
+// belongs to, and the answers every node gives alike (statfs, and Common's).
 type node struct {
 	gofs.Inode
+	Common
 	fsys *FS
 }
 
-var (
-	_ = (gofs.NodeStatfser)((*node)(nil))
-	_ = (gofs.NodeGetxattrer)((*node)(nil))
-	_ = (gofs.NodeSetxattrer)((*node)(nil))
-	_ = (gofs.NodeListxattrer)((*node)(nil))
-	_ = (gofs.NodeUnlinker)((*node)(nil))
-	_ = (gofs.NodeRmdirer)((*node)(nil))
-	_ = (gofs.NodeRenamer)((*node)(nil))
-)
+var _ = (gofs.NodeStatfser)((*node)(nil))
 
 // Statfs reports the quota and use of the storage the node is in (see
 // statfs.go). Every node answers (go-fuse asks the node statfs names).
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	return n.fsys.fillStatfs(ctx, n.areaOf(), out)
+	return n.fsys.Statfs(ctx, n.areaOf(), out)
 }
+
+// Common is embedded in every node of the mount, the control tree's (package
+// fs/ctl) too: the answers they all give alike but statfs.
+type Common struct{}
+
+var (
+	_ = (gofs.NodeGetxattrer)(Common{})
+	_ = (gofs.NodeSetxattrer)(Common{})
+	_ = (gofs.NodeListxattrer)(Common{})
+	_ = (gofs.NodeUnlinker)(Common{})
+	_ = (gofs.NodeRmdirer)(Common{})
+	_ = (gofs.NodeRenamer)(Common{})
+)
 
 // Getxattr exposes nothing; answering ENODATA at once spares a request per
 // file to tools that ask for security labels and ACLs.
-func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+func (Common) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	return 0, syscall.ENODATA
 }
 
 // Setxattr: extended attributes are not kept. ENOTSUP is what copy tools
 // take as "not supported here" rather than as a failure.
-func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+func (Common) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	return syscall.ENOTSUP
 }
 
@@ -53,21 +64,22 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 // (the root, computers/, .ctl): go-fuse would answer success for a node
 // without them, and the entry would vanish from the kernel's view while
 // nothing happened. Folders of the storage (dirNode) have their own.
-func (n *node) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
+func (Common) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
 
-func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
+func (Common) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
 
-func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+func (Common) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	return syscall.EPERM
 }
 
 // Listxattr lists none.
-func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) { return 0, 0 }
+func (Common) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) { return 0, 0 }
 
 // Inode numbers: the fixed folders are small; a service object's is its id
 // above 2^40 (ids are unique across the organization and its areas); a
 // computer's folder is its id above 2^41; a file not yet on the service has a
-// hash of its folder and name above 2^62 (stagedIno).
+// hash of its folder and name above 2^62 (stagedIno); the control tree's
+// nodes (package fs/ctl) have a hash of their path above 2^63.
 const (
 	inoRoot       = 1
 	inoShared     = 2
@@ -92,11 +104,18 @@ func stagedIno(parent cache.DirKey, name string) uint64 {
 	return 1<<62 | h.Sum64()>>2
 }
 
-func (f *FS) dirMode() uint32  { return 0o777 &^ f.opts.Umask }
-func (f *FS) fileMode() uint32 { return 0o666 &^ f.opts.Umask }
+// DirMode is a folder's permissions: 0777 less the umask.
+func (f *FS) DirMode() uint32 { return 0o777 &^ f.opts.Umask }
 
-// setAttr fills the attributes common to every node.
-func (f *FS) setAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
+// FileMode is a file's permissions: 0666 less the umask.
+func (f *FS) FileMode() uint32 { return 0o666 &^ f.opts.Umask }
+
+// ReadOnly reports whether the mount refuses every change.
+func (f *FS) ReadOnly() bool { return f.opts.ReadOnly }
+
+// SetAttr fills the attributes common to every node: mode, size, the
+// mount's owner, and mtime as every time (the mount's start when zero).
+func (f *FS) SetAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 	if mtime.IsZero() {
 		mtime = f.start
 	}
@@ -116,11 +135,11 @@ func (f *FS) setAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 // setDirAttr fills a folder's attributes (a zero mtime shows the mount's
 // start).
 func (f *FS) setDirAttr(a *fuse.Attr, mtime time.Time) {
-	f.setAttr(a, syscall.S_IFDIR|f.dirMode(), 0, mtime)
+	f.SetAttr(a, syscall.S_IFDIR|f.DirMode(), 0, mtime)
 }
 
-// entryAttr fills a lookup's answer with the attributes of the inode found.
-func entryAttr(ctx context.Context, ch *gofs.Inode, out *fuse.EntryOut) {
+// EntryAttr fills a lookup's answer with the attributes of the inode found.
+func EntryAttr(ctx context.Context, ch *gofs.Inode, out *fuse.EntryOut) {
 	if g, ok := ch.Operations().(gofs.NodeGetattrer); ok {
 		var a fuse.AttrOut
 		g.Getattr(ctx, nil, &a)

@@ -17,8 +17,8 @@ import (
 func TestReadsWithAFullCacheDisk(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.unmount()
-	testkit.SmallDisk(t, e.cacheDir, 8<<20)
-	e.mount()
+	testkit.SmallDisk(t, e.CacheDir, 8<<20)
+	e.Mount()
 
 	root := e.root(0)
 	files := map[string][]byte{
@@ -33,17 +33,17 @@ func TestReadsWithAFullCacheDisk(t *testing.T) {
 	folder := e.smallFolder("notes", 12) // enough small files for a bundle
 	check := func(round string) {
 		t.Helper()
-		before := e.fetcher.Stats()
+		before := e.Store.Fetcher.Stats()
 		for name, want := range files {
-			p := e.path("shared", name)
+			p := e.Path("shared", name)
 			dropKernelCache(t, p)
 			got, err := os.ReadFile(p)
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("%s: reading %s: %d bytes, want %d (%v)", round, name, len(got), len(want), err)
 			}
 		}
-		checkCopy(t, e.path("shared", "notes"), folder)
-		st := e.fetcher.Stats()
+		checkCopy(t, e.Path("shared", "notes"), folder)
+		st := e.Store.Fetcher.Stats()
 		t.Logf("%s: %d range requests, %d bytes into the cache, %d past it; %d files not cached",
 			round, st.RangeRequests-before.RangeRequests, st.BytesFetched-before.BytesFetched,
 			st.BytesDirect-before.BytesDirect, st.Uncached-before.Uncached)
@@ -55,36 +55,36 @@ func TestReadsWithAFullCacheDisk(t *testing.T) {
 
 	// The disk full of something else: nothing the cache could evict.
 	e.unmount()
-	entries, err := filepath.Glob(filepath.Join(e.cacheDir, "content", "*.*"))
+	entries, err := filepath.Glob(filepath.Join(e.CacheDir, "content", "*.*"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range entries {
 		os.Remove(p)
 	}
-	e.mount()
-	testkit.FillDisk(t, e.cacheDir)
-	before := e.fetcher.Stats()
+	e.Mount()
+	testkit.FillDisk(t, e.CacheDir)
+	before := e.Store.Fetcher.Stats()
 	check("with the disk full of another file")
-	st := e.fetcher.Stats()
+	st := e.Store.Fetcher.Stats()
 	if direct := st.BytesDirect - before.BytesDirect; direct < int64(len(files["big.bin"])) {
 		t.Errorf("%d bytes were read past the cache, want all of them: %+v", direct, st)
 	}
 	// Sequential reads share a stream: a few requests for the big file, not
 	// one per read (the first, into the cache, find the disk full).
-	dropKernelCache(t, e.path("shared", "big.bin"))
-	before = e.fetcher.Stats()
-	if got, err := os.ReadFile(e.path("shared", "big.bin")); err != nil || !bytes.Equal(got, files["big.bin"]) {
+	dropKernelCache(t, e.Path("shared", "big.bin"))
+	before = e.Store.Fetcher.Stats()
+	if got, err := os.ReadFile(e.Path("shared", "big.bin")); err != nil || !bytes.Equal(got, files["big.bin"]) {
 		t.Fatalf("reading big.bin again: %v", err)
 	}
-	n := e.fetcher.Stats().RangeRequests - before.RangeRequests
+	n := e.Store.Fetcher.Stats().RangeRequests - before.RangeRequests
 	t.Logf("reading big.bin alone: %d range requests", n)
 	if n > 8 {
 		t.Errorf("%d range requests to stream a 20 MiB file", n)
 	}
 
 	// Writers still get ENOSPC.
-	err = os.WriteFile(e.path("shared", "new.bin"), testkit.RandBytes(1<<20, 4), 0o644)
+	err = os.WriteFile(e.Path("shared", "new.bin"), testkit.RandBytes(1<<20, 4), 0o644)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("writing with the cache disk full: %v, want ENOSPC", err)
 	}

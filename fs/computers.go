@@ -1,5 +1,11 @@
 package fs
 
+// computers/: one folder per computer of the organization, each its storage
+// area, named as ComputerNames (names.go) has it.
+//
+// Locks: computersNode.mu guards the list the names were made from (a
+// node's mu, see fs.go).
+
 import (
 	"context"
 	"sync"
@@ -32,18 +38,14 @@ var (
 // load returns the computers and the folder names they show under, from the
 // cache while it is fresh.
 func (n *computersNode) load(ctx context.Context) ([]api.Seat, []string, syscall.Errno) {
-	seats, err := n.fsys.Dirs.Seats(ctx)
+	seats, err := n.fsys.store.Dirs.Seats(ctx)
 	if err != nil {
-		return nil, nil, toErrno(n.fsys.Log, "listing computers", err)
+		return nil, nil, Errno(n.fsys.log, "listing computers", err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.names == nil || len(seats) != len(n.seats) || (len(seats) > 0 && &seats[0] != &n.seats[0]) {
-		items := make([]named, len(seats))
-		for i, s := range seats {
-			items[i] = named{s.Name, s.ID}
-		}
-		n.seats, n.names = seats, uniqueNames(items)
+		n.seats, n.names = seats, ComputerNames(seats)
 	}
 	return n.seats, n.names, 0
 }

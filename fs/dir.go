@@ -1,5 +1,11 @@
 package fs
 
+// A folder of a storage area (shared/, a computer's, recordings/): its
+// listing with the files staged in it, lookup, and the changes made in it
+// (create, mkdir, unlink, rmdir, rename).
+//
+// Locks: dirNode.mu (a node's mu, see fs.go) guards the folder's view.
+
 import (
 	"context"
 	"sync"
@@ -70,9 +76,9 @@ var (
 // puts its file in the cached listing (Store.uploaded) before it leaves the
 // staging, and a listing asked for after that has it.
 func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
-	l, err := n.fsys.Dirs.List(ctx, n.key)
+	l, err := n.fsys.store.Dirs.List(ctx, n.key)
 	if err != nil {
-		return nil, toErrno(n.fsys.Log, "listing "+n.Path(nil), err)
+		return nil, Errno(n.fsys.log, "listing "+n.Path(nil), err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -84,10 +90,10 @@ func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
 
 // staged is the pending file of this folder named name, if any.
 func (n *dirNode) staged(name string) *cache.Staged {
-	if n.fsys.Staging == nil {
+	if n.fsys.store.Staging == nil {
 		return nil
 	}
-	return n.fsys.Staging.Lookup(n.target(name))
+	return n.fsys.store.Staging.Lookup(n.target(name))
 }
 
 // cachedHas reports whether the folder's cached view, fresh or not, holds
@@ -115,14 +121,14 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if len(name) > maxName || probeName(name) && !n.cachedHas(name) {
 		if lf := n.fsys.local.get(n.key, name); lf != nil {
 			ch := n.localChild(ctx, name, lf)
-			entryAttr(ctx, ch, out)
+			EntryAttr(ctx, ch, out)
 			return ch, 0
 		}
 		return nil, syscall.ENOENT // answered from memory: no request
 	}
 	if st := n.staged(name); st != nil {
 		ch := n.stagedChild(ctx, name, st)
-		entryAttr(ctx, ch, out)
+		EntryAttr(ctx, ch, out)
 		return ch, 0
 	}
 	v, errno := n.load(ctx)
@@ -134,7 +140,7 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, syscall.ENOENT
 	}
 	ch := n.listedChild(ctx, name, v.files[i])
-	entryAttr(ctx, ch, out)
+	EntryAttr(ctx, ch, out)
 	return ch, 0
 }
 
@@ -187,8 +193,8 @@ func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	var names []string // by name (Staging.Pending's order)
 	pending := map[string]bool{}
-	if n.fsys.Staging != nil {
-		for _, st := range n.fsys.Staging.Pending(n.key.Area, n.key.ID) {
+	if n.fsys.store.Staging != nil {
+		for _, st := range n.fsys.store.Staging.Pending(n.key.Area, n.key.ID) {
 			names = append(names, st.Target().Name)
 			pending[st.Target().Name] = true
 		}
@@ -292,10 +298,10 @@ func (n *dirNode) createStaged(ctx context.Context, name string) (*cache.Staged,
 	t := n.target(name)
 	// Acquire opens a pending file for writing under the queue's lock, so its
 	// upload cannot retire it in between.
-	if st := n.fsys.Staging.Acquire(t, true); st != nil {
+	if st := n.fsys.store.Staging.Acquire(t, true); st != nil {
 		if err := st.File().Truncate(0); err != nil {
 			st.CloseWriter()
-			return nil, toErrno(n.fsys.Log, "truncating "+name, err)
+			return nil, Errno(n.fsys.log, "truncating "+name, err)
 		}
 		return st, 0
 	}
@@ -306,9 +312,9 @@ func (n *dirNode) createStaged(ctx context.Context, name string) (*cache.Staged,
 		}
 		replaces = f.ID
 	}
-	st, err := n.fsys.Staging.Create(t, replaces)
+	st, err := n.fsys.store.Staging.Create(t, replaces)
 	if err != nil {
-		return nil, toErrno(n.fsys.Log, "creating "+n.Path(nil)+"/"+name, err)
+		return nil, Errno(n.fsys.log, "creating "+n.Path(nil)+"/"+name, err)
 	}
 	st.OpenWriter()
 	st.SetPath(n.Path(nil) + "/" + name)
@@ -323,7 +329,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, errno
 	}
-	if n.fsys.Staging.Lookup(n.target(name)) != nil { // the staging first (load)
+	if n.fsys.store.Staging.Lookup(n.target(name)) != nil { // the staging first (load)
 		return nil, syscall.EEXIST
 	}
 	if _, ok, errno := n.existingErr(ctx, name); ok || errno != 0 {
@@ -332,9 +338,9 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 		}
 		return nil, syscall.EEXIST
 	}
-	f, err := n.fsys.Store.Mkdir(ctx, n.key, name)
+	f, err := n.fsys.store.Mkdir(ctx, n.key, name)
 	if err != nil {
-		return nil, toErrno(n.fsys.Log, "creating folder "+n.Path(nil)+"/"+name, err)
+		return nil, Errno(n.fsys.log, "creating folder "+n.Path(nil)+"/"+name, err)
 	}
 	ch := n.listedChild(ctx, name, f)
 	n.fsys.setDirAttr(&out.Attr, f.LastModified)
@@ -351,9 +357,9 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		return 0
 	}
 	found := false
-	if st := n.fsys.Staging.Lookup(n.target(name)); st != nil {
-		if err := n.fsys.Staging.Remove(st); err != nil {
-			return toErrno(n.fsys.Log, "removing "+name, err)
+	if st := n.fsys.store.Staging.Lookup(n.target(name)); st != nil {
+		if err := n.fsys.store.Staging.Remove(st); err != nil {
+			return Errno(n.fsys.log, "removing "+name, err)
 		}
 		if ch := n.GetChild(name); ch != nil {
 			if fn, ok := ch.Operations().(*fileNode); ok {
@@ -375,11 +381,11 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 			return syscall.EISDIR
 		}
 		if u := (unlinkedFile{parent: n.key, file: f, path: n.Path(nil) + "/" + name}); n.fsys.open.unlinkIfOpen(u) {
-			n.fsys.Unlinked(n.key, f) // deleted at the last close (unlinked.go)
+			n.fsys.store.Unlinked(n.key, f) // deleted at the last close (unlinked.go)
 			return 0
 		}
-		if err := n.fsys.Delete(ctx, n.key, f); err != nil {
-			return toErrno(n.fsys.Log, "deleting "+n.Path(nil)+"/"+name, err)
+		if err := n.fsys.store.Delete(ctx, n.key, f); err != nil {
+			return Errno(n.fsys.log, "deleting "+n.Path(nil)+"/"+name, err)
 		}
 		found = true
 	}
@@ -406,19 +412,19 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return syscall.ENOTDIR
 	}
 	key := cache.DirKey{Area: n.key.Area, ID: f.ID}
-	if len(n.fsys.Staging.Pending(key.Area, key.ID)) > 0 {
+	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 {
 		return syscall.ENOTEMPTY
 	}
-	n.fsys.Dirs.Drop(key)
-	l, err := n.fsys.Dirs.List(ctx, key)
+	n.fsys.store.Dirs.Drop(key)
+	l, err := n.fsys.store.Dirs.List(ctx, key)
 	if err != nil {
-		return toErrno(n.fsys.Log, "listing "+name, err)
+		return Errno(n.fsys.log, "listing "+name, err)
 	}
 	if len(l.Files) > 0 {
 		return syscall.ENOTEMPTY
 	}
-	if err := n.fsys.Delete(ctx, n.key, f); err != nil {
-		return toErrno(n.fsys.Log, "deleting folder "+n.Path(nil)+"/"+name, err)
+	if err := n.fsys.store.Delete(ctx, n.key, f); err != nil {
+		return Errno(n.fsys.log, "deleting folder "+n.Path(nil)+"/"+name, err)
 	}
 	n.fsys.local.dropDir(key)
 	return 0
@@ -451,7 +457,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	// in between is in one or the other, never in neither, nor listed in its
 	// previous version. A staged copy found is held (as a reader) until the
 	// rename is done, so that it is not retired before it is moved.
-	st := n.fsys.Staging.Acquire(r.from(), false)
+	st := n.fsys.store.Staging.Acquire(r.from(), false)
 	if st != nil {
 		defer st.CloseReader()
 	}
@@ -460,7 +466,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		return syscall.EXDEV
 	}
 	if flags&renameNoreplace != 0 {
-		if n.fsys.Staging.Lookup(r.to()) != nil {
+		if n.fsys.store.Staging.Lookup(r.to()) != nil {
 			return syscall.EEXIST
 		}
 		if _, ok := dst.existing(ctx, newName); ok {
@@ -495,13 +501,13 @@ func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno 
 	if f, ok := r.dst.existing(ctx, r.newName); ok && !f.IsDir() {
 		replaces = f.ID
 	}
-	if err := fsys.Move(st, r.to(), replaces); err != nil {
-		return toErrno(fsys.Log, "renaming "+r.name, err)
+	if err := fsys.store.Move(st, r.to(), replaces); err != nil {
+		return Errno(fsys.log, "renaming "+r.name, err)
 	}
 	if r.onService {
 		// The pending file replaced a service file of the old name: that one
 		// goes when the new name is on the service.
-		fsys.Supersede(r.src.key, r.old, st)
+		fsys.store.Supersede(r.src.key, r.old, st)
 	}
 	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	r.src.retargetChild(r.name, r.dst, r.newName, st)
@@ -521,15 +527,15 @@ func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 		}
 		replaces = f.ID
 	}
-	st, err := fsys.StageCopy(ctx, r.to(), r.old, replaces)
+	st, err := fsys.store.StageCopy(ctx, r.to(), r.old, replaces)
 	if err != nil {
-		return toErrno(fsys.Log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
+		return Errno(fsys.log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
 	}
-	fsys.Times.SetPending(r.to(), fsys.Times.Shown(r.old))
+	fsys.store.Times.SetPending(r.to(), fsys.store.Times.Shown(r.old))
 	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	st.Touch()
 	// Gone from here now; from the service once the new name is there.
-	fsys.Supersede(r.src.key, r.old, st)
+	fsys.store.Supersede(r.src.key, r.old, st)
 	r.src.retargetChild(r.name, r.dst, r.newName, st)
 	st.CloseWriter()
 	return 0

@@ -17,21 +17,22 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 func TestTreeMatchesListings(t *testing.T) {
-	e := newEnv(t, envOptions{seed: emulator.SeedDemo, perPage: 7})
+	e := newEnv(t, envOptions{Seed: emulator.SeedDemo, PerPage: 7})
 	// shared/: every page of the root listing, with sizes and times.
-	want, err := e.client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
+	want, err := e.Client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(want) <= 7 {
 		t.Fatalf("the demo root has %d entries; the test needs more than a page", len(want))
 	}
-	ents, err := os.ReadDir(e.path("shared"))
+	ents, err := os.ReadDir(e.Path("shared"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestTreeMatchesListings(t *testing.T) {
 		t.Fatalf("shared/ has %d entries, the service %d", len(ents), len(want))
 	}
 	for i, f := range want {
-		st, err := os.Stat(e.path("shared", f.Name))
+		st, err := os.Stat(e.Path("shared", f.Name))
 		if err != nil {
 			t.Fatalf("entry %d %q: %v", i, f.Name, err)
 		}
@@ -51,16 +52,16 @@ func TestTreeMatchesListings(t *testing.T) {
 		}
 	}
 	// small-files/ has 300 entries: many pages of 7.
-	sf := listNames(t, e.path("shared", "small-files"))
+	sf := fstest.ListNames(t, e.Path("shared", "small-files"))
 	if len(sf) != 300 {
 		t.Fatalf("small-files/ lists %d entries, want 300", len(sf))
 	}
 	// computers/: clashing names get their id; unicode and '#' stay.
-	seats, err := api.Collect(e.client.Seats(t.Context(), ""))
+	seats, err := api.Collect(e.Client.Seats(t.Context(), ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := listNames(t, e.path("computers"))
+	names := fstest.ListNames(t, e.Path("computers"))
 	if len(names) != len(seats) {
 		t.Fatalf("computers/ has %q, the service %d computers", names, len(seats))
 	}
@@ -75,7 +76,7 @@ func TestTreeMatchesListings(t *testing.T) {
 	}
 	// A computer's storage and recordings list what the service has.
 	for _, s := range seats {
-		files, err := e.client.MachineFiles(t.Context(), s.ID, api.ListFilesRequest{}).Collect()
+		files, err := e.Client.MachineFiles(t.Context(), s.ID, api.ListFilesRequest{}).Collect()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,15 +86,15 @@ func TestTreeMatchesListings(t *testing.T) {
 				dirName = n
 			}
 		}
-		if got := listNames(t, e.path("computers", dirName)); len(got) != len(files) {
+		if got := fstest.ListNames(t, e.Path("computers", dirName)); len(got) != len(files) {
 			t.Errorf("computers/%s has %d entries, the service %d", dirName, len(got), len(files))
 		}
 	}
-	recs, err := e.client.Recordings(t.Context(), api.ListFilesRequest{}).Collect()
+	recs, err := e.Client.Recordings(t.Context(), api.ListFilesRequest{}).Collect()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := listNames(t, e.path("recordings")); len(got) != len(recs) || len(recs) == 0 {
+	if got := fstest.ListNames(t, e.Path("recordings")); len(got) != len(recs) || len(recs) == 0 {
 		t.Errorf("recordings/ has %d entries, the service %d", len(got), len(recs))
 	}
 }
@@ -107,7 +108,7 @@ func TestNamesWithSpacesUnicodeAndHash(t *testing.T) {
 	}
 	for i, n := range names {
 		local := safeName(n)
-		b, err := os.ReadFile(e.path("shared", local))
+		b, err := os.ReadFile(e.Path("shared", local))
 		if err != nil || string(b) != n+fmt.Sprint(i) {
 			t.Errorf("%q read as %q (%v)", local, b, err)
 		}
@@ -115,21 +116,21 @@ func TestNamesWithSpacesUnicodeAndHash(t *testing.T) {
 }
 
 func TestListingUsesOnlyListRequests(t *testing.T) {
-	e := newEnv(t, envOptions{perPage: 1000})
+	e := newEnv(t, envOptions{PerPage: 1000})
 	root := e.root(0)
 	big := e.mkdir(0, root, "big")
 	for i := 0; i < 2500; i++ {
 		e.put(0, big, fmt.Sprintf("file-%04d.txt", i), []byte(fmt.Sprint(i)))
 	}
-	before := e.emu.Stats().Requests
-	out, err := exec.Command("ls", "-l", e.path("shared", "big")).CombinedOutput()
+	before := e.Emu.Stats().Requests
+	out, err := exec.Command("ls", "-l", e.Path("shared", "big")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("ls -l: %v: %s", err, out)
 	}
 	if lines := strings.Count(string(out), "\n"); lines != 2501 { // "total" and 2500 entries
 		t.Fatalf("ls -l printed %d lines", lines)
 	}
-	after := e.emu.Stats().Requests
+	after := e.Emu.Stats().Requests
 	for route, n := range after {
 		d := n - before[route]
 		if d == 0 {
@@ -144,11 +145,11 @@ func TestListingUsesOnlyListRequests(t *testing.T) {
 		t.Errorf("ls -l made %d list requests", d)
 	}
 	total := e.apiRequests()
-	if _, err := exec.Command("ls", "-l", e.path("shared", "big")).CombinedOutput(); err != nil {
+	if _, err := exec.Command("ls", "-l", e.Path("shared", "big")).CombinedOutput(); err != nil {
 		t.Fatal(err)
 	}
 	for _, probe := range []string{".DS_Store", "._big", "desktop.ini", "Thumbs.db", ".Trash-0", ".hidden", "autorun.inf", ".xdg-volume-info"} {
-		if _, err := os.Stat(e.path("shared", "big", probe)); !os.IsNotExist(err) {
+		if _, err := os.Stat(e.Path("shared", "big", probe)); !os.IsNotExist(err) {
 			t.Errorf("probe %s: %v", probe, err)
 		}
 	}
@@ -158,31 +159,31 @@ func TestListingUsesOnlyListRequests(t *testing.T) {
 }
 
 func TestServiceChangesAppearAfterTTLOrRefresh(t *testing.T) {
-	e := newEnv(t, envOptions{dirTTL: 500 * time.Millisecond})
+	e := newEnv(t, envOptions{DirTTL: 500 * time.Millisecond})
 	root := e.root(0)
 	e.put(0, root, "a.txt", []byte("one"))
-	if b, _ := os.ReadFile(e.path("shared", "a.txt")); string(b) != "one" {
+	if b, _ := os.ReadFile(e.Path("shared", "a.txt")); string(b) != "one" {
 		t.Fatalf("a.txt = %q", b)
 	}
 	e.put(0, root, "a.txt", []byte("two, longer"))
 	e.put(0, root, "b.txt", []byte("new"))
 	testkit.WaitFor(t, 5*time.Second, "a.txt's new content and b.txt after the TTL", func() bool {
-		b, _ := os.ReadFile(e.path("shared", "a.txt"))
-		_, errB := os.Stat(e.path("shared", "b.txt"))
+		b, _ := os.ReadFile(e.Path("shared", "a.txt"))
+		_, errB := os.Stat(e.Path("shared", "b.txt"))
 		return string(b) == "two, longer" && errB == nil
 	})
 	// A deletion shows at once after a refresh (what SIGHUP does).
-	ids, _ := e.client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
+	ids, _ := e.Client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
 	for _, f := range ids {
 		if f.Name == "b.txt" {
-			if err := e.emu.DeleteFile(e.org, f.ID); err != nil {
+			if err := e.Emu.DeleteFile(e.Org, f.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	e.dirs.DropAll()
+	e.Store.Dirs.DropAll()
 	time.Sleep(1100 * time.Millisecond) // the kernel's own entry cache (1s)
-	if _, err := os.Stat(e.path("shared", "b.txt")); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.Path("shared", "b.txt")); !os.IsNotExist(err) {
 		t.Fatalf("b.txt after refresh: %v", err)
 	}
 }
@@ -192,13 +193,13 @@ func TestProbeNameTheServiceHoldsIsServed(t *testing.T) {
 	e.put(0, e.root(0), "desktop.ini", []byte("[.ShellClassInfo]"))
 	sub := e.mkdir(0, e.root(0), "fresh")
 	e.put(0, sub, ".DS_Store", []byte("finder"))
-	os.ReadDir(e.path("shared"))
-	b, err := os.ReadFile(e.path("shared", "desktop.ini"))
+	os.ReadDir(e.Path("shared"))
+	b, err := os.ReadFile(e.Path("shared", "desktop.ini"))
 	if err != nil || string(b) != "[.ShellClassInfo]" {
 		t.Fatalf("desktop.ini that the service holds: %q, %v", b, err)
 	}
 	// In a folder not listed yet, the first lookup lists it.
-	b, err = os.ReadFile(e.path("shared", "fresh", ".DS_Store"))
+	b, err = os.ReadFile(e.Path("shared", "fresh", ".DS_Store"))
 	if err != nil || string(b) != "finder" {
 		t.Fatalf(".DS_Store that the service holds, in a folder not listed: %q, %v", b, err)
 	}
@@ -206,7 +207,7 @@ func TestProbeNameTheServiceHoldsIsServed(t *testing.T) {
 
 func TestFoldersAndMoves(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	deep := e.path("shared", "a", "b", "c")
+	deep := e.Path("shared", "a", "b", "c")
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatalf("mkdir -p: %v", err)
 	}
@@ -216,24 +217,24 @@ func TestFoldersAndMoves(t *testing.T) {
 		t.Fatalf("a/b/c/f.txt = %q", got)
 	}
 	// rmdir of a non-empty folder: ENOTEMPTY, nothing deleted
-	if err := syscall.Rmdir(e.path("shared", "a", "b")); !errors.Is(err, syscall.ENOTEMPTY) {
+	if err := syscall.Rmdir(e.Path("shared", "a", "b")); !errors.Is(err, syscall.ENOTEMPTY) {
 		t.Fatalf("rmdir a/b: %v, want ENOTEMPTY", err)
 	}
 	if _, ok := e.serviceFile("a/b/c/f.txt"); !ok {
 		t.Fatal("rmdir of a non-empty folder deleted content")
 	}
 	// mv of an uploaded file, of a pending one, and of a folder
-	if err := os.Rename(filepath.Join(deep, "f.txt"), e.path("shared", "moved.txt")); err != nil {
+	if err := os.Rename(filepath.Join(deep, "f.txt"), e.Path("shared", "moved.txt")); err != nil {
 		t.Fatalf("mv uploaded: %v", err)
 	}
-	os.WriteFile(e.path("shared", "pending.txt"), []byte("p"), 0o644)
-	if err := os.Rename(e.path("shared", "pending.txt"), e.path("shared", "a", "pending-moved.txt")); err != nil {
+	os.WriteFile(e.Path("shared", "pending.txt"), []byte("p"), 0o644)
+	if err := os.Rename(e.Path("shared", "pending.txt"), e.Path("shared", "a", "pending-moved.txt")); err != nil {
 		t.Fatalf("mv pending: %v", err)
 	}
-	if err := os.Rename(e.path("shared", "a"), e.path("shared", "z")); !errors.Is(err, syscall.EXDEV) {
+	if err := os.Rename(e.Path("shared", "a"), e.Path("shared", "z")); !errors.Is(err, syscall.EXDEV) {
 		t.Fatalf("rename of a folder: %v, want EXDEV", err)
 	}
-	run(t, "mv", e.path("shared", "a"), e.path("shared", "z")) // copies and deletes
+	run(t, "mv", e.Path("shared", "a"), e.Path("shared", "z")) // copies and deletes
 	e.settle()
 	if got := string(e.serviceBytes("moved.txt")); got != "x" {
 		t.Fatalf("moved.txt = %q", got)
@@ -247,12 +248,12 @@ func TestFoldersAndMoves(t *testing.T) {
 		}
 	}
 	// rm -r works because it empties first
-	run(t, "rm", "-r", e.path("shared", "z"))
+	run(t, "rm", "-r", e.Path("shared", "z"))
 	if _, ok := e.serviceFile("z"); ok {
 		t.Fatal("rm -r left the folder")
 	}
 	// recordings stay read-only
-	if err := os.WriteFile(e.path("recordings", "x"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
+	if err := os.WriteFile(e.Path("recordings", "x"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("writing in recordings/: %v", err)
 	}
 }
@@ -268,12 +269,12 @@ func TestDesktopLitterIsLocalOnly(t *testing.T) {
 	ad := bytes.Repeat([]byte{0, 5, 22, 7}, 1024) // an AppleDouble header and resource fork
 	os.WriteFile(filepath.Join(src, "._report.pdf"), ad, 0o644)
 	os.WriteFile(filepath.Join(src, ".DS_Store"), []byte("Bud1"), 0o644)
-	run(t, "cp", "-a", src+"/.", e.path("shared", "copy"))
+	run(t, "cp", "-a", src+"/.", e.Path("shared", "copy"))
 	e.settle()
-	if b, err := os.ReadFile(e.path("shared", "copy", "._report.pdf")); err != nil || !bytes.Equal(b, ad) {
+	if b, err := os.ReadFile(e.Path("shared", "copy", "._report.pdf")); err != nil || !bytes.Equal(b, ad) {
 		t.Fatalf("reading the AppleDouble file back: %v", err)
 	}
-	if names := listNames(t, e.path("shared", "copy")); !slices.Equal(names, []string{".DS_Store", "._report.pdf", "report.pdf"}) {
+	if names := fstest.ListNames(t, e.Path("shared", "copy")); !slices.Equal(names, []string{".DS_Store", "._report.pdf", "report.pdf"}) {
 		t.Errorf("the copy lists %v", names)
 	}
 	if _, ok := e.serviceFile("copy/report.pdf"); !ok {
@@ -285,7 +286,7 @@ func TestDesktopLitterIsLocalOnly(t *testing.T) {
 		}
 	}
 	// Overwrite, append, rename among litter names, and remove.
-	p := e.path("shared", "copy", "Thumbs.db")
+	p := e.Path("shared", "copy", "Thumbs.db")
 	os.WriteFile(p, []byte("one"), 0o644)
 	f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
 	f.WriteString("two")
@@ -293,17 +294,17 @@ func TestDesktopLitterIsLocalOnly(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != "onetwo" {
 		t.Errorf("Thumbs.db reads %q", b)
 	}
-	if err := os.Rename(p, e.path("shared", "copy", "._Thumbs.db")); err != nil {
+	if err := os.Rename(p, e.Path("shared", "copy", "._Thumbs.db")); err != nil {
 		t.Errorf("renaming litter: %v", err)
 	}
-	if err := os.Rename(e.path("shared", "copy", "._Thumbs.db"), e.path("shared", "copy", "real.db")); !errors.Is(err, syscall.EXDEV) {
+	if err := os.Rename(e.Path("shared", "copy", "._Thumbs.db"), e.Path("shared", "copy", "real.db")); !errors.Is(err, syscall.EXDEV) {
 		t.Errorf("renaming litter to a real name: %v, want EXDEV (mv copies)", err)
 	}
-	run(t, "rm", "-r", e.path("shared", "copy"))
+	run(t, "rm", "-r", e.Path("shared", "copy"))
 	if _, ok := e.serviceFile("copy"); ok {
 		t.Error("rm -r left the folder")
 	}
-	if n := e.requests("POST /files (file)") + e.requests("POST /files"); n > 2 {
+	if n := e.Requests("POST /files (file)") + e.Requests("POST /files"); n > 2 {
 		t.Errorf("%d creations on the service; want the folder and report.pdf only", n)
 	}
 }
@@ -318,15 +319,15 @@ func TestWriteReviewRenameUploadedThenAppend(t *testing.T) {
 	}{{"fresh node", false}, {"stat before mv", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
-			os.WriteFile(e.path("shared", "a.txt"), []byte("one\n"), 0o644)
+			os.WriteFile(e.Path("shared", "a.txt"), []byte("one\n"), 0o644)
 			e.settle()
 			if tc.statFirst {
-				os.Stat(e.path("shared", "a.txt"))
+				os.Stat(e.Path("shared", "a.txt"))
 			}
-			if err := os.Rename(e.path("shared", "a.txt"), e.path("shared", "b.txt")); err != nil {
+			if err := os.Rename(e.Path("shared", "a.txt"), e.Path("shared", "b.txt")); err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.OpenFile(e.path("shared", "b.txt"), os.O_APPEND|os.O_WRONLY, 0)
+			f, err := os.OpenFile(e.Path("shared", "b.txt"), os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,21 +347,21 @@ func TestWriteReviewRenameUploadedThenAppend(t *testing.T) {
 // Review finding 5 (fixed): mv of a pending file into another folder, fd kept; after upload fstat.
 func TestWriteReviewMovePendingAcrossDirs(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	os.Mkdir(e.path("shared", "d"), 0o755)
-	f, err := os.Create(e.path("shared", "p.txt"))
+	os.Mkdir(e.Path("shared", "d"), 0o755)
+	f, err := os.Create(e.Path("shared", "p.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString("hello")
-	if err := os.Rename(e.path("shared", "p.txt"), e.path("shared", "d", "q.txt")); err != nil {
+	if err := os.Rename(e.Path("shared", "p.txt"), e.Path("shared", "d", "q.txt")); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
 	e.settle()
 	// same inode via the kernel (within the entry timeout) and via the fd
-	b, err := os.ReadFile(e.path("shared", "d", "q.txt"))
+	b, err := os.ReadFile(e.Path("shared", "d", "q.txt"))
 	t.Logf("read: %q %v", b, err)
-	g, _ := os.Open(e.path("shared", "d", "q.txt"))
+	g, _ := os.Open(e.Path("shared", "d", "q.txt"))
 	if g != nil {
 		fi, _ := g.Stat()
 		t.Logf("fstat size %d", fi.Size())
@@ -373,16 +374,16 @@ func TestWriteReviewMovePendingAcrossDirs(t *testing.T) {
 
 // Review finding 6 (fixed): a failed rename of an uploaded file over a pending one destroys the pending one.
 func TestWriteReviewFailedRenameOverPending(t *testing.T) {
-	e := newEnv(t, envOptions{writeBack: 3 * time.Second})
+	e := newEnv(t, envOptions{WriteBack: 3 * time.Second})
 	id := e.put(0, 0, "a.txt", []byte("service"))
-	os.ReadDir(e.path("shared")) // listing cached with a.txt
-	os.WriteFile(e.path("shared", "b.txt"), []byte("precious"), 0o644)
-	if err := e.client.DeleteFile(t.Context(), id); err != nil { // someone else deleted a.txt meanwhile
+	os.ReadDir(e.Path("shared")) // listing cached with a.txt
+	os.WriteFile(e.Path("shared", "b.txt"), []byte("precious"), 0o644)
+	if err := e.Client.DeleteFile(t.Context(), id); err != nil { // someone else deleted a.txt meanwhile
 		t.Fatal(err)
 	}
-	err := os.Rename(e.path("shared", "a.txt"), e.path("shared", "b.txt"))
+	err := os.Rename(e.Path("shared", "a.txt"), e.Path("shared", "b.txt"))
 	t.Logf("rename: %v", err)
-	b, rerr := os.ReadFile(e.path("shared", "b.txt"))
+	b, rerr := os.ReadFile(e.Path("shared", "b.txt"))
 	t.Logf("b.txt after failed rename: %q %v", b, rerr)
 	e.settle()
 	_, ok := e.serviceFile("b.txt")
@@ -394,8 +395,8 @@ func TestWriteReviewFailedRenameOverPending(t *testing.T) {
 
 // Review finding 3 (fixed): recreate a name whose old inode is still held open; read it back.
 func TestWriteReviewRecreateWhileOldHeld(t *testing.T) {
-	e := newEnv(t, envOptions{writeBack: 5 * time.Second})
-	p := e.path("shared", "x.txt")
+	e := newEnv(t, envOptions{WriteBack: 5 * time.Second})
+	p := e.Path("shared", "x.txt")
 	os.WriteFile(p, []byte("first"), 0o644)
 	old, err := os.Open(p)
 	if err != nil {

@@ -1,13 +1,21 @@
-// Package fs is the FUSE side of orgfs: go-fuse nodes for the mounted tree
-// (shared/, computers/<name>/, recordings/), their file handles, and the one
-// mapping of service errors to errnos. It never speaks HTTP: content and
-// metadata come through package cache (its Store makes every change).
+// Package fs is the FUSE side of orgfs: go-fuse nodes for the data tree of a
+// mount (shared/, computers/<name>/, recordings/), their file handles, and
+// the one mapping of service errors to errnos. It never speaks HTTP and
+// never asks the service itself: content, metadata and quotas come through
+// package cache (its Store makes every change). The control tree .ctl/ is
+// package fs/ctl's: the command builds it over the FS and hands it to Mount
+// (MountOptions.Ctl); fs does not import it.
 //
-// One file per type: fs.go (options, wiring, mounting, and the package's lock
-// order), base.go (what every node shares: statfs, extended attributes,
-// attributes, inode numbers), root.go, computers.go, dir.go (a folder of a
-// storage area: listing, and the changes made in it), file.go (a file:
-// attributes, open, staging for writing), handle.go (the read handle and the
-// staged handle), names.go (names shown) and
-// errno.go (errors as errnos).
+// One file per concern: fs.go (options, the FS and its dependencies,
+// mounting, and the package's lock order), base.go (what every node shares:
+// the base node and Common's answers, inode numbers, attributes), root.go
+// (the root and its fixed folders), computers.go (computers/), dir.go (a
+// folder of a storage area: listing, and the changes made in it), file.go (a
+// file: attributes, open, staging for writing), handle.go (the read handle
+// and the staged handle), unlinked.go (files unlinked while open), local.go
+// (desktop litter kept in memory), names.go (names shown and names refused),
+// statfs.go (quota and use, from the listing cache), errno.go (errors as
+// errnos), mount_linux.go and mount_darwin.go (the platform's mount options).
+//
+// Package fs/fstest mounts trees for the tests of fs and fs/ctl.
 package fs

@@ -1,12 +1,10 @@
 package fs
 
-// The test env: an emulator with a mount of one of its organizations, and
-// the helpers the mount tests share.
+// The test env: an emulator with a mount of the data tree of one of its
+// organizations (package fstest), and the helpers the mount tests share.
 
 import (
 	"bytes"
-	"cmp"
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -20,77 +18,35 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
-	"github.com/orgfs/orgfs/internal/emulator"
-	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
-// testEnv is an emulator with a mount of one of its organizations.
+// testEnv is an emulator with a mount of one of its organizations (the
+// data tree alone: .ctl is package ctl's).
 type testEnv struct {
-	t        *testing.T
-	srv      *emulator.Server
-	emu      *emulator.Emulator
-	org      string
-	client   *api.Client
-	dir      string // the mount point
-	cacheDir string
-	opts     envOptions
-	hooks    *hookTransport // the client's requests, as a test may watch and hold them
-
-	server  *fuse.Server
-	fsys    *FS
-	store   *cache.Store
-	content *cache.Content
-	fetcher *cache.Fetcher
-	bundler *cache.Bundler
-	staging *cache.Staging
-	dirs    *cache.Dirs
+	*fstest.Env
+	hooks *hookTransport // the client's requests, as a test may watch and hold them
+	fsys  *FS            // the current mount's
 }
 
-type envOptions struct {
-	org        string        // default org-a
-	seed       string        // default empty
-	dirTTL     time.Duration // default 1 minute
-	cacheMax   int64
-	perPage    int // listing page size; default 1000
-	emu        emulator.Options
-	bundle     cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
-	readOnly   bool
-	writeBack  time.Duration  // default 50ms
-	stagingDir string         // default CACHE/staging
-	log        *logrus.Logger // the mount's log; default testkit.Log
-}
+// envOptions shape a testEnv.
+type envOptions = fstest.Options
 
 // newEnv starts an emulator and mounts it. Everything is undone at the end
 // of the test, whatever happens.
 func newEnv(t *testing.T, o envOptions) *testEnv {
 	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Fatalf("FUSE is not available (%v): the mount tests need /dev/fuse", err)
-	}
-	if o.org == "" {
-		o.org = emulator.OrgA
-	}
-	if o.seed == "" {
-		o.seed = emulator.SeedEmpty
-	}
-	if o.dirTTL == 0 {
-		o.dirTTL = time.Minute
-	}
-	if o.perPage == 0 {
-		o.perPage = 1000
-	}
-	o.emu.Seed = o.seed
-	srv := emutest.Start(t, o.emu)
-	// The client signs with the service's clock, so a test may move it.
-	hooks := &hookTransport{base: http.DefaultTransport.(*http.Transport).Clone()}
-	client := testkit.Client(t, srv, o.org, api.Options{PerPage: o.perPage, Clock: o.emu.Now, Transport: hooks})
-	e := &testEnv{t: t, srv: srv, emu: srv.Emulator, org: o.org, client: client, cacheDir: t.TempDir(), opts: o, hooks: hooks}
-	e.mount()
+	e := &testEnv{hooks: &hookTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
+	o.Client.Transport = e.hooks
+	e.Env = fstest.Start(t, o, func(env *fstest.Env, dir string) (*fuse.Server, error) {
+		e.fsys = New(Deps{Store: env.Store, Log: env.Log},
+			Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: env.Opts.ReadOnly})
+		return Mount(dir, e.fsys, MountOptions{})
+	})
 	return e
 }
 
@@ -122,7 +78,7 @@ func (e *testEnv) setHook(f func(r *http.Request, answered bool)) {
 		return
 	}
 	e.hooks.hook.Store(&f)
-	e.t.Cleanup(func() { e.hooks.hook.Store(nil) })
+	e.T.Cleanup(func() { e.hooks.hook.Store(nil) })
 }
 
 // isListing reports whether r lists folder parent of shared/.
@@ -136,110 +92,52 @@ func isComplete(r *http.Request) bool {
 	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/complete")
 }
 
-// mount mounts the tree on a new mount point, with the env's cache dir.
-func (e *testEnv) mount() {
-	t := e.t
-	t.Helper()
-	bo := e.opts.bundle
-	if bo.PollInterval == 0 {
-		bo.PollInterval = 20 * time.Millisecond
-	}
-	store, err := cache.OpenStore(cache.StoreOptions{
-		Dir: e.cacheDir, StagingDir: e.opts.stagingDir, Client: e.client, MaxSize: e.opts.cacheMax,
-		DirCacheTime: e.opts.dirTTL, WriteBack: cmp.Or(e.opts.writeBack, 50*time.Millisecond),
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ReadOnly: e.opts.readOnly,
-		Bundle: bo, Log: testkit.Log(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.store, e.content, e.bundler, e.fetcher, e.dirs, e.staging = store, store.Content, store.Bundler, store.Fetcher, store.Dirs, store.Staging
-	log := e.opts.log
-	if log == nil {
-		log = testkit.Log(t)
-	}
-	fsys := New(Deps{Store: store, Admin: e.client, Log: log},
-		Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: e.opts.readOnly, DirCacheTime: e.opts.dirTTL})
-	e.dir = t.TempDir()
-	e.fsys = fsys
-	e.server, err = Mount(e.dir, fsys, MountOptions{})
-	if err != nil {
-		t.Fatalf("mount: %v", err)
-	}
-	server, dir := e.server, e.dir
-	t.Cleanup(func() {
-		if err := server.Unmount(); err != nil {
-			exec.Command("fusermount3", "-u", "-z", dir).Run()
-			testkit.Detach(dir)
-		}
-		store.Close()
-	})
-}
-
-// unmount ends the current mount (a later mount() makes a new one).
+// unmount ends the current mount (a later Mount makes a new one).
 func (e *testEnv) unmount() {
-	e.t.Helper()
-	if err := e.server.Unmount(); err != nil {
-		e.t.Fatalf("unmount: %v", err)
-	}
-	e.fsys.DeleteUnlinked() // as orgfs mount does once the mount ended
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if e.staging != nil {
-		if err := e.staging.Drain(ctx); err != nil {
-			e.t.Fatalf("drain: %v", err)
-		}
-	}
-	e.store.Close()
-}
-
-func (e *testEnv) path(parts ...string) string {
-	return filepath.Join(append([]string{e.dir}, parts...)...)
+	e.T.Helper()
+	e.Unmount(e.fsys.DeleteUnlinked) // as orgfs mount does once the mount ended
 }
 
 func (e *testEnv) root(machineID int64) int64 {
-	id, err := e.emu.RootID(e.org, machineID)
+	id, err := e.Emu.RootID(e.Org, machineID)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
 
 // put creates (or replaces) a file on the service, server-side.
 func (e *testEnv) put(machineID, parent int64, name string, data []byte) int64 {
-	e.t.Helper()
-	id, err := e.emu.CreateFile(e.org, machineID, parent, name, bytes.NewReader(data))
+	e.T.Helper()
+	id, err := e.Emu.CreateFile(e.Org, machineID, parent, name, bytes.NewReader(data))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
 
 func (e *testEnv) mkdir(machineID, parent int64, name string) int64 {
-	e.t.Helper()
-	id, err := e.emu.CreateDir(e.org, machineID, parent, name)
+	e.T.Helper()
+	id, err := e.Emu.CreateDir(e.Org, machineID, parent, name)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
 
-// requests is how many API requests of a route the emulator answered.
-func (e *testEnv) requests(route string) int64 { return e.emu.Stats().Requests[route] }
-
 // apiRequests is the total of API requests answered.
 func (e *testEnv) apiRequests() int64 {
 	var n int64
-	for _, v := range e.emu.Stats().Requests {
+	for _, v := range e.Emu.Stats().Requests {
 		n += v
 	}
 	return n
 }
 
-func (e *testEnv) objectGets() int64 { return e.emu.Stats().Objects.Gets }
+func (e *testEnv) objectGets() int64 { return e.Emu.Stats().Objects.Gets }
 
 func (e *testEnv) allRequests() int64 {
-	st := e.emu.Stats()
+	st := e.Emu.Stats()
 	var n int64
 	for _, v := range st.Requests {
 		n += v
@@ -262,7 +160,7 @@ func (e *testEnv) smallFolder(name string, n int) map[string][]byte {
 // checkCopy compares a copied folder with the expected contents.
 func checkCopy(t *testing.T, dir string, want map[string][]byte) {
 	t.Helper()
-	names := listNames(t, dir)
+	names := fstest.ListNames(t, dir)
 	if len(names) != len(want) {
 		t.Fatalf("the copy has %d files, want %d", len(names), len(want))
 	}
@@ -276,27 +174,27 @@ func checkCopy(t *testing.T, dir string, want map[string][]byte) {
 
 // settle waits until nothing is staged: every write reached the service.
 func (e *testEnv) settle() {
-	e.t.Helper()
+	e.T.Helper()
 	var st cache.StagingStats
-	testkit.WaitFor(e.t, 60*time.Second, "the uploads to finish", func() bool {
-		st = e.staging.Stats()
+	testkit.WaitFor(e.T, 60*time.Second, "the uploads to finish", func() bool {
+		st = e.Store.Staging.Stats()
 		return st.Pending == 0 && st.Uploading == 0
 	})
 	if st.Failed > 0 {
-		e.t.Fatalf("uploads failed: %+v %+v", st, e.staging.Entries())
+		e.T.Fatalf("uploads failed: %+v %+v", st, e.Store.Staging.Entries())
 	}
 }
 
 // serviceFile finds shared/PATH on the service through the API.
 func (e *testEnv) serviceFile(path string) (api.File, bool) {
-	e.t.Helper()
+	e.T.Helper()
 	parent := int64(0)
 	var cur api.File
 	for _, name := range strings.Split(path, "/") {
 		found := false
-		files, err := e.client.SharedFiles(e.t.Context(), api.ListFilesRequest{ParentID: parent}).Collect()
+		files, err := e.Client.SharedFiles(e.T.Context(), api.ListFilesRequest{ParentID: parent}).Collect()
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		for _, f := range files {
 			if f.Name == name {
@@ -312,26 +210,26 @@ func (e *testEnv) serviceFile(path string) (api.File, bool) {
 
 // serviceBytes downloads shared/PATH through the API.
 func (e *testEnv) serviceBytes(path string) []byte {
-	e.t.Helper()
+	e.T.Helper()
 	f, ok := e.serviceFile(path)
 	if !ok {
-		e.t.Fatalf("shared/%s is not on the service", path)
+		e.T.Fatalf("shared/%s is not on the service", path)
 	}
 	if f.Size == 0 {
 		return []byte{}
 	}
-	link, err := e.client.FileURL(e.t.Context(), f.ID)
+	link, err := e.Client.FileURL(e.T.Context(), f.ID)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	r, err := e.client.ReadRange(e.t.Context(), link.URL, 0, -1)
+	r, err := e.Client.ReadRange(e.T.Context(), link.URL, 0, -1)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	defer r.Close()
 	b, err := io.ReadAll(r)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return b
 }
@@ -350,19 +248,6 @@ func fileSum(t *testing.T, path string) string {
 		t.Fatalf("reading %s: %v", path, err)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
-}
-
-func listNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // dropKernelCache asks the kernel to forget a file's cached pages.

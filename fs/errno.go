@@ -1,5 +1,7 @@
 package fs
 
+// errno.go: service errors as errnos (the one mapper).
+
 import (
 	"context"
 	"errors"
@@ -11,10 +13,11 @@ import (
 	"github.com/orgfs/orgfs/api"
 )
 
-// toErrno maps an error of the client or the cache to the errno a program
+// Errno maps an error of the client or the cache to the errno a program
 // sees, and logs it once with what was being done. It is the one place where
-// service errors become errnos.
-func toErrno(log logrus.FieldLogger, what string, err error) syscall.Errno {
+// service errors become errnos, for the data tree and the control tree
+// (package fs/ctl) alike.
+func Errno(log logrus.FieldLogger, what string, err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}

@@ -1,5 +1,7 @@
 package fs
 
+// Dropping a file's pages from the kernel's cache, for the read tests (Linux).
+
 import (
 	"os"
 	"syscall"

@@ -1,5 +1,11 @@
 package fs
 
+// A file of a storage area: attributes from the listing or the staging
+// copy, open, truncate, times set, and the staging of a service file for
+// writing.
+//
+// Locks: fileNode.stageMu, then fileNode.mu (see fs.go).
+
 import (
 	"context"
 	"sync"
@@ -81,7 +87,7 @@ func (n *fileNode) refreshStaged() *cache.Staged {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.staged
-	if st != nil && (n.fsys.Staging == nil || n.fsys.Staging.Lookup(st.Target()) != st) {
+	if st != nil && (n.fsys.store.Staging == nil || n.fsys.store.Staging.Lookup(st.Target()) != st) {
 		// Uploaded (or removed): the listing now has the file.
 		t := st.Target() // where it went, wherever the node was before
 		n.parent = cache.DirKey{Area: t.Area, ID: t.ParentID}
@@ -89,7 +95,7 @@ func (n *fileNode) refreshStaged() *cache.Staged {
 		if f, ok := st.Uploaded(); ok {
 			n.file = f
 		}
-		if l, ok := n.fsys.Dirs.Cached(n.parent); ok {
+		if l, ok := n.fsys.store.Dirs.Cached(n.parent); ok {
 			for _, f := range l.Files {
 				if f.Name == t.Name && !f.IsDir() {
 					n.file = f
@@ -112,9 +118,9 @@ func (n *fileNode) current(ctx context.Context) (api.File, syscall.Errno) {
 	if f.ID > 0 {
 		return f, 0
 	}
-	l, err := n.fsys.Dirs.List(ctx, parent)
+	l, err := n.fsys.store.Dirs.List(ctx, parent)
 	if err != nil {
-		return api.File{}, toErrno(n.fsys.Log, "listing for "+n.Path(nil), err)
+		return api.File{}, Errno(n.fsys.log, "listing for "+n.Path(nil), err)
 	}
 	for _, x := range l.Files {
 		if x.Name == f.Name && !x.IsDir() {
@@ -133,17 +139,17 @@ func (n *fileNode) fillAttr(a *fuse.Attr) {
 	gone := n.unlinked
 	n.mu.Unlock()
 	if gone != nil {
-		n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), gone.Size(), gone.ModTime())
+		n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), gone.Size(), gone.ModTime())
 		return
 	}
 	if st := n.refreshStaged(); st != nil {
-		n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), st.Size(), st.ModTime())
+		n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), st.Size(), st.ModTime())
 		return
 	}
 	n.mu.Lock()
 	f := n.file
 	n.mu.Unlock()
-	n.fsys.setAttr(a, syscall.S_IFREG|n.fsys.fileMode(), f.Size, n.fsys.Times.Shown(f))
+	n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), f.Size, n.fsys.store.Times.Shown(f))
 }
 
 func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -177,7 +183,7 @@ func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHand
 	if truncate {
 		if err := st.File().Truncate(0); err != nil {
 			st.CloseWriter()
-			return nil, 0, toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
+			return nil, 0, Errno(n.fsys.log, "truncating "+n.Path(nil), err)
 		}
 		st.Touch()
 	}
@@ -196,7 +202,7 @@ func (n *fileNode) openPendingReader() *stagedHandle {
 	}
 	// Acquire keeps the staging copy open for this reader, even if its upload
 	// ends meanwhile.
-	st := n.fsys.Staging.Acquire(n.target(), false)
+	st := n.fsys.store.Staging.Acquire(n.target(), false)
 	if st == nil {
 		return nil
 	}
@@ -215,15 +221,15 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 	keep := n.kernelCache.Same(m)
 	n.kernelCache = m
 	n.mu.Unlock()
-	if b := n.fsys.Bundler; b != nil {
+	if b := n.fsys.store.Bundler; b != nil {
 		parent := n.parentKey()
-		if l, err := n.fsys.Dirs.List(ctx, parent); err == nil {
+		if l, err := n.fsys.store.Dirs.List(ctx, parent); err == nil {
 			b.Opened(parent, l.Files, f)
 		}
 	}
-	r, err := n.fsys.Fetcher.Open(m)
+	r, err := n.fsys.store.Fetcher.Open(m)
 	if err != nil {
-		return nil, 0, toErrno(n.fsys.Log, "opening "+n.Path(nil), err)
+		return nil, 0, Errno(n.fsys.log, "opening "+n.Path(nil), err)
 	}
 	var fuseFlags uint32
 	if keep {
@@ -262,7 +268,7 @@ func (n *fileNode) truncate(ctx context.Context, size int64) syscall.Errno {
 	st.Touch()
 	st.CloseWriter()
 	if err != nil {
-		return toErrno(n.fsys.Log, "truncating "+n.Path(nil), err)
+		return Errno(n.fsys.log, "truncating "+n.Path(nil), err)
 	}
 	return 0
 }
@@ -272,13 +278,13 @@ func (n *fileNode) truncate(ctx context.Context, size int64) syscall.Errno {
 func (n *fileNode) setModTime(mtime time.Time) {
 	if st := n.refreshStaged(); st != nil {
 		st.SetModTime(mtime)
-		n.fsys.Times.SetPending(st.Target(), mtime)
+		n.fsys.store.Times.SetPending(st.Target(), mtime)
 		return
 	}
 	n.mu.Lock()
 	f := n.file
 	n.mu.Unlock()
-	n.fsys.Times.SetFile(f, mtime)
+	n.fsys.store.Times.SetFile(f, mtime)
 }
 
 // stageForWriting opens the node's content for writing: its pending staging
@@ -289,7 +295,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	// the copy the first made, filled. Held across the fetch (fs.go).
 	n.stageMu.Lock()
 	defer n.stageMu.Unlock()
-	if st := n.fsys.Staging.Acquire(n.target(), true); st != nil {
+	if st := n.fsys.store.Staging.Acquire(n.target(), true); st != nil {
 		n.setStaged(st)
 		return st, 0
 	}
@@ -300,15 +306,15 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	var st *cache.Staged
 	var err error
 	if truncate {
-		if st, err = n.fsys.Staging.Create(n.target(), f.ID); err == nil {
+		if st, err = n.fsys.store.Staging.Create(n.target(), f.ID); err == nil {
 			st.OpenWriter()
 		}
 	} else {
 		// Complete before anybody sees it (Store.StageCopy).
-		st, err = n.fsys.StageCopy(ctx, n.target(), f, f.ID)
+		st, err = n.fsys.store.StageCopy(ctx, n.target(), f, f.ID)
 	}
 	if err != nil {
-		return nil, toErrno(n.fsys.Log, "staging "+n.Path(nil), err)
+		return nil, Errno(n.fsys.log, "staging "+n.Path(nil), err)
 	}
 	st.SetPath(n.Path(nil))
 	n.setStaged(st)

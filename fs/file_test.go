@@ -23,18 +23,18 @@ func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
 	root := e.root(0)
 	data := testkit.RandBytes(3000, 1)
 	e.put(0, root, "grow.bin", data)
-	f, err := os.Open(e.path("shared", "grow.bin"))
+	f, err := os.Open(e.Path("shared", "grow.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	files, _ := e.client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
+	files, _ := e.Client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
 	rec := files[0]
 	// The service lists the same file (same id) with another size and time.
 	rec.Size, rec.LastModified = 9000, rec.LastModified.Add(time.Minute)
-	e.dirs.Put(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, rec)
+	e.Store.Dirs.Put(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, rec)
 	time.Sleep(1100 * time.Millisecond) // the kernel's attribute cache
-	st, err := os.Stat(e.path("shared", "grow.bin"))
+	st, err := os.Stat(e.Path("shared", "grow.bin"))
 	if err != nil || st.Size() != 9000 {
 		t.Fatalf("stat after the listing changed: %v, %v", st, err)
 	}
@@ -44,7 +44,7 @@ func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
 	}
 	// The object holds 3000 bytes, the listing says 9000: reading past the
 	// object's end is an error, never a silent short file.
-	g, err := os.Open(e.path("shared", "grow.bin"))
+	g, err := os.Open(e.Path("shared", "grow.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
 
 func TestEditInPlace(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	p := e.path("shared", "doc.txt")
+	p := e.Path("shared", "doc.txt")
 	if err := os.WriteFile(p, []byte("hello world"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestEditInPlace(t *testing.T) {
 		t.Fatalf("after truncate up: %q", got)
 	}
 	// an editor's save: write a temp file, fsync, rename over
-	tmp := e.path("shared", ".doc.txt.swp")
+	tmp := e.Path("shared", ".doc.txt.swp")
 	g, err := os.Create(tmp)
 	if err != nil {
 		t.Fatal(err)
@@ -131,10 +131,10 @@ func TestEditInPlace(t *testing.T) {
 func TestWriteReviewTwoWritersOfUploadedFile(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	big := testkit.RandBytes(40<<20, 7)
-	os.WriteFile(e.path("shared", "big.bin"), big, 0o644)
+	os.WriteFile(e.Path("shared", "big.bin"), big, 0o644)
 	e.settle()
 	e.unmount()
-	e.mount() // content not in the kernel's cache
+	e.Mount() // content not in the kernel's cache
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := 0; i < 2; i++ {
@@ -144,7 +144,7 @@ func TestWriteReviewTwoWritersOfUploadedFile(t *testing.T) {
 			if i == 1 {
 				time.Sleep(30 * time.Millisecond)
 			}
-			f, err := os.OpenFile(e.path("shared", "big.bin"), os.O_RDWR, 0)
+			f, err := os.OpenFile(e.Path("shared", "big.bin"), os.O_RDWR, 0)
 			if err != nil {
 				errs[i] = err
 				return
@@ -172,14 +172,14 @@ func TestWriteReviewTwoWritersOfUploadedFile(t *testing.T) {
 // Review finding 4 (fixed): mtime set by utimes survives a fresh listing.
 func TestWriteReviewMtimeAfterRelist(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	p := e.path("shared", "m.txt")
+	p := e.Path("shared", "m.txt")
 	os.WriteFile(p, []byte("m"), 0o644)
 	when := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 	os.Chtimes(p, when, when)
 	e.settle()
 	fi, _ := os.Stat(p)
 	t.Logf("after upload: %v", fi.ModTime().UTC())
-	e.dirs.DropAll()
+	e.Store.Dirs.DropAll()
 	time.Sleep(1200 * time.Millisecond)
 	fi, _ = os.Stat(p)
 	t.Logf("after relist: %v", fi.ModTime().UTC())
@@ -192,14 +192,14 @@ func TestWriteReviewMtimeAfterRelist(t *testing.T) {
 // yet listed by the service) survives the first real listing.
 func TestMtimeSetAfterUploadSurvivesRelist(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	p := e.path("shared", "late.txt")
+	p := e.Path("shared", "late.txt")
 	os.WriteFile(p, []byte("late"), 0o644)
 	e.settle()
 	when := time.Date(2002, 3, 4, 5, 6, 7, 0, time.UTC)
 	if err := os.Chtimes(p, when, when); err != nil {
 		t.Fatal(err)
 	}
-	e.dirs.DropAll()
+	e.Store.Dirs.DropAll()
 	time.Sleep(1200 * time.Millisecond) // the kernel's attributes expire
 	if fi, err := os.Stat(p); err != nil || !fi.ModTime().Equal(when) {
 		t.Fatalf("mtime after the first real listing: %v, %v; want %v", fi.ModTime().UTC(), err, when)

@@ -1,5 +1,8 @@
 package fs
 
+// The FS of a mount (its options, dependencies and state) and the mounting
+// of its tree; and the package's lock order.
+//
 // Lock order, outermost first:
 //
 //	fileNode.stageMu
@@ -27,13 +30,15 @@ package fs
 // for writing and truncations of that one file wait on it; reads, lookups and
 // other files never take it.
 //
+// localFiles.mu, localFile.mu (local.go) and openFiles.mu (unlinked.go) are
+// leaves, held for memory only.
+//
 // Package cache never calls back into the mount (after an upload the Store
 // updates its own caches), and go-fuse calls the nodes with none of ours
 // held.
 
 import (
 	"os"
-	"strings"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -49,28 +54,28 @@ type Options struct {
 	Umask       uint32        // taken from 0777 (dirs) and 0666 (files); default 022
 	ReadOnly    bool          // refuse every change (recordings/ always does)
 	AttrTimeout time.Duration // how long the kernel keeps entries and attributes; default 1s
-	// DirCacheTime is how long the values control files show are kept
-	// (like listings); default 30s.
-	DirCacheTime time.Duration
 }
 
 // Deps are the parts of the daemon a mount uses.
 type Deps struct {
 	// Store holds the caches (its Staging is nil on a read-only mount) and
-	// makes every change through them.
-	*cache.Store
-	// Admin is the service's management interface behind .ctl (nil: no .ctl).
-	Admin Admin
+	// makes every change through them; it is the mount's only way to the
+	// service.
+	Store *cache.Store
 	Log   logrus.FieldLogger
 }
 
 // FS is what every node of the mount shares.
 type FS struct {
-	Deps
+	// Dependencies
+	store *cache.Store // the caches; store.Staging is nil on a read-only mount
+	log   logrus.FieldLogger
+
+	// Constants
 	opts  Options
-	start time.Time
-	ctl   *ctlState
-	root  *rootNode  // set by Root
+	start time.Time // the mount's start: the times of what has none
+
+	// Mutable state
 	local localFiles // desktop litter, kept in memory (local.go)
 	open  openFiles  // read handles per service file; files unlinked while open (unlinked.go)
 }
@@ -80,40 +85,18 @@ func New(deps Deps, opts Options) *FS {
 	if opts.AttrTimeout <= 0 {
 		opts.AttrTimeout = time.Second
 	}
-	if opts.DirCacheTime <= 0 {
-		opts.DirCacheTime = 30 * time.Second
-	}
-	return &FS{Deps: deps, opts: opts, start: time.Now(), ctl: newCtlState(opts.DirCacheTime)}
+	return &FS{store: deps.Store, log: deps.Log, opts: opts, start: time.Now()}
 }
 
-// Root returns the root node of the mount.
-func (f *FS) Root() gofs.InodeEmbedder {
-	f.root = &rootNode{node: node{fsys: f}}
-	return f.root
-}
-
-// forgetPath tells the kernel to drop its entry of the mount's path p (as
-// "shared/a/b.txt"), when the kernel has one. It is sent at once, from inside the request that
-// removed the file (one on another folder, whose lock that request does not hold).
-func (f *FS) forgetPath(p string) {
-	if f.root == nil {
-		return
-	}
-	dir := &f.root.Inode
-	parts := strings.Split(p, "/")
-	for _, name := range parts[:len(parts)-1] {
-		if dir = dir.GetChild(name); dir == nil {
-			return
-		}
-	}
-	dir.NotifyEntry(parts[len(parts)-1])
-}
-
-// MountOptions are how the tree is mounted.
+// MountOptions are how the tree is mounted, and what its root holds besides
+// the storage.
 type MountOptions struct {
 	AllowOther bool
 	Debug      bool   // log every FUSE request
 	FsName     string // shown by mount(8) and df; default "orgfs"
+	// Ctl is the control tree shown as .ctl in the root (package fs/ctl's,
+	// made over this FS); nil: no .ctl.
+	Ctl gofs.InodeEmbedder
 }
 
 // Mount mounts the tree at dir. As root it mounts directly; otherwise through
@@ -149,10 +132,10 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 	if f.opts.ReadOnly {
 		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
 	}
-	return gofs.Mount(dir, f.Root(), opts)
+	return gofs.Mount(dir, &rootNode{node: node{fsys: f}, ctl: mo.Ctl}, opts)
 }
 
 // writable reports whether changes may be made in an area.
 func (f *FS) writable(a cache.Area) bool {
-	return !f.opts.ReadOnly && f.Staging != nil && a.Kind != cache.Recordings
+	return !f.opts.ReadOnly && f.store.Staging != nil && a.Kind != cache.Recordings
 }

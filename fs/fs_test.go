@@ -14,18 +14,19 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 func TestChangesRefusedReadOnly(t *testing.T) {
-	e := newEnv(t, envOptions{readOnly: true})
+	e := newEnv(t, envOptions{ReadOnly: true})
 	e.put(0, e.root(0), "ro.txt", []byte("x"))
 	for what, err := range map[string]error{
-		"create": os.WriteFile(e.path("shared", "new.txt"), []byte("x"), 0o644),
-		"mkdir":  os.Mkdir(e.path("shared", "d"), 0o755),
-		"remove": os.Remove(e.path("shared", "ro.txt")),
-		"write":  os.WriteFile(e.path("shared", "ro.txt"), []byte("y"), 0o644),
+		"create": os.WriteFile(e.Path("shared", "new.txt"), []byte("x"), 0o644),
+		"mkdir":  os.Mkdir(e.Path("shared", "d"), 0o755),
+		"remove": os.Remove(e.Path("shared", "ro.txt")),
+		"write":  os.WriteFile(e.Path("shared", "ro.txt"), []byte("y"), 0o644),
 	} {
 		if !errors.Is(err, syscall.EROFS) {
 			t.Errorf("%s: %v, want EROFS", what, err)
@@ -37,7 +38,7 @@ func TestDefaultPermissionsWithAllowOther(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.put(0, e.root(0), "secret.txt", []byte("only root"))
 	// A second mount of the same service with --allow-other and umask 077.
-	store, err := cache.OpenStore(cache.StoreOptions{Dir: t.TempDir(), Client: e.client, DirCacheTime: time.Minute, ReadOnly: true})
+	store, err := cache.OpenStore(cache.StoreOptions{Dir: t.TempDir(), Client: e.Client, DirCacheTime: time.Minute, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestDefaultPermissionsWithAllowOther(t *testing.T) {
 
 func TestStatfsOfEveryFolder(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	for _, p := range []string{e.dir, e.path("shared"), e.path("computers"), e.path("recordings")} {
+	for _, p := range []string{e.Dir, e.Path("shared"), e.Path("computers"), e.Path("recordings")} {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(p, &st); err != nil || st.Bavail == 0 {
 			t.Errorf("statfs %s: %d blocks free (%v)", p, st.Bavail, err)
@@ -72,34 +73,20 @@ func TestStatfsOfEveryFolder(t *testing.T) {
 	}
 }
 
-// TestFixedFoldersCannotBeRemoved: the root's folders, computers' folders
-// and the control files answer EPERM to rmdir, rm and mv, and stay.
+// TestFixedFoldersCannotBeRemoved: the root's folders and computers'
+// folders answer EPERM to rmdir and mv, and stay (.ctl's: package ctl's
+// TestCtlEntriesCannotBeRemoved).
 func TestFixedFoldersCannotBeRemoved(t *testing.T) {
-	e := newEnv(t, envOptions{seed: emulator.SeedDemo})
-	seats, _ := api.Collect(e.client.Seats(t.Context(), ""))
+	e := newEnv(t, envOptions{Seed: emulator.SeedDemo})
+	seats, _ := api.Collect(e.Client.Seats(t.Context(), ""))
 	for _, c := range []struct {
 		op   string
 		path string
 	}{
-		{"rmdir", "shared"}, {"rmdir", "recordings"}, {"rmdir", ".ctl"}, {"rmdir", "computers"},
-		{"rmdir", "computers/" + seats[0].Name}, {"rm", ".ctl/usage"}, {"rmdir", ".ctl/machines"},
-		{"mv", "shared"}, {"mv", ".ctl/usage"},
+		{"rmdir", "shared"}, {"rmdir", "recordings"}, {"rmdir", "computers"},
+		{"rmdir", "computers/" + seats[0].Name},
+		{"mv", "shared"},
 	} {
-		p := e.path(c.path)
-		var err error
-		switch c.op {
-		case "rmdir":
-			err = syscall.Rmdir(p)
-		case "rm":
-			err = syscall.Unlink(p)
-		case "mv":
-			err = syscall.Rename(p, p+".moved")
-		}
-		if !errors.Is(err, syscall.EPERM) {
-			t.Errorf("%s %s: %v, want EPERM", c.op, c.path, err)
-		}
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("%s is gone after %s: %v", c.path, c.op, err)
-		}
+		fstest.CannotRemove(t, c.op, e.Path(c.path))
 	}
 }

@@ -1,5 +1,11 @@
 package fs
 
+// The handles of an open file: readHandle (content through the fetcher and
+// the content cache) and stagedHandle (the staging copy).
+//
+// Locks: none of their own (the cache's, inside the cache calls; a file
+// node's mu for its fields, see fs.go).
+
 import (
 	"context"
 	"errors"
@@ -50,10 +56,10 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if errors.Is(err, cache.ErrChanged) {
 		// The listing this file was opened from is out of date: forget it, so
 		// the next open sees the service's version.
-		h.node.fsys.Changed(h.node.parentKey(), h.r.Handle().Meta().ID)
+		h.node.fsys.store.Changed(h.node.parentKey(), h.r.Handle().Meta().ID)
 	}
 	if err != nil {
-		return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)
+		return nil, Errno(h.node.fsys.log, "reading "+h.node.Path(nil), err)
 	}
 	return fuse.ReadResultFd(h.r.File().Fd(), off, int(n)), 0
 }
@@ -93,7 +99,7 @@ var (
 func (h *stagedHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.staged.File().ReadAt(dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, toErrno(h.node.fsys.Log, "reading "+h.node.Path(nil), err)
+		return nil, Errno(h.node.fsys.log, "reading "+h.node.Path(nil), err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
@@ -108,7 +114,7 @@ func (h *stagedHandle) Write(ctx context.Context, data []byte, off int64) (uint3
 		if errors.Is(err, syscall.ENOSPC) {
 			return uint32(n), syscall.ENOSPC
 		}
-		return uint32(n), toErrno(h.node.fsys.Log, "writing "+h.node.Path(nil), err)
+		return uint32(n), Errno(h.node.fsys.log, "writing "+h.node.Path(nil), err)
 	}
 	return uint32(n), 0
 }
@@ -128,8 +134,8 @@ func (h *stagedHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 // Fsync uploads the staging copy now and reports how that went.
 func (h *stagedHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	if err := h.node.fsys.Staging.Flush(ctx, h.staged); err != nil {
-		return toErrno(h.node.fsys.Log, "uploading "+h.node.Path(nil), err)
+	if err := h.node.fsys.store.Staging.Flush(ctx, h.staged); err != nil {
+		return Errno(h.node.fsys.log, "uploading "+h.node.Path(nil), err)
 	}
 	return 0
 }

@@ -173,7 +173,7 @@ func (n *localNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 	n.file.mu.Lock()
 	size, mtime := int64(len(n.file.data)), n.file.mtime
 	n.file.mu.Unlock()
-	n.fsys.setAttr(&out.Attr, syscall.S_IFREG|n.fsys.fileMode(), size, mtime)
+	n.fsys.SetAttr(&out.Attr, syscall.S_IFREG|n.fsys.FileMode(), size, mtime)
 	return 0
 }
 

@@ -1,5 +1,11 @@
 package fs
 
+// The names a mount shows and takes: service names made safe and unique as
+// path components, the probe names that never reach the service, and the
+// checks of the names given to create, mkdir and rename.
+//
+// Locks: none (pure functions, and a folder's checkNew).
+
 import (
 	"fmt"
 	"strconv"
@@ -9,6 +15,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
 )
 
@@ -50,6 +57,16 @@ func safeName(name string) string {
 type named struct {
 	name string // as the service has it
 	id   int64
+}
+
+// ComputerNames are the names of the computers' folders in computers/, in
+// the order of seats; the control tree's machines/<id>/files links to them.
+func ComputerNames(seats []api.Seat) []string {
+	items := make([]named, len(seats))
+	for i, s := range seats {
+		items[i] = named{s.Name, s.ID}
+	}
+	return uniqueNames(items)
 }
 
 // maxName is the longest name a path component may have (bytes).
@@ -218,7 +235,7 @@ func (n *dirNode) checkNew(name string) syscall.Errno {
 		if !utf8.ValidString(path) {
 			path = strconv.Quote(path)
 		}
-		n.fsys.Log.WithFields(logrus.Fields{"path": path, "errno": errno.Error()}).Warn("refused the name " + path + ": " + why)
+		n.fsys.log.WithFields(logrus.Fields{"path": path, "errno": errno.Error()}).Warn("refused the name " + path + ": " + why)
 	}
 	return errno
 }

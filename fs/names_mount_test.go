@@ -22,17 +22,18 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 // mountLogged mounts the env's store a second time, with a logger the test
 // reads.
 func (e *testEnv) mountLogged() (string, *logtest.Hook) {
-	t := e.t
+	t := e.T
 	t.Helper()
 	logger, hook := logtest.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
-	fsys := New(Deps{Store: e.store, Log: logger}, Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022})
+	fsys := New(Deps{Store: e.Store, Log: logger}, Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022})
 	dir := t.TempDir()
 	server, err := Mount(dir, fsys, MountOptions{})
 	if err != nil {
@@ -61,7 +62,7 @@ func errnoOf(err error) syscall.Errno {
 // stagedNames are the names of the files staged in the env.
 func (e *testEnv) stagedNames() []string {
 	var names []string
-	for _, st := range e.staging.Entries() {
+	for _, st := range e.Store.Staging.Entries() {
 		names = append(names, st.Target.Name)
 	}
 	slices.Sort(names)
@@ -71,7 +72,7 @@ func (e *testEnv) stagedNames() []string {
 // changingRequests are the requests, other than reads (GET), the emulator
 // answered, by route, and the object downloads.
 func (e *testEnv) changingRequests() map[string]int64 {
-	st := e.emu.Stats()
+	st := e.Emu.Stats()
 	out := map[string]int64{"object GETs": st.Objects.Gets}
 	for route, n := range st.Requests {
 		if !strings.HasPrefix(route, "GET ") {
@@ -83,8 +84,8 @@ func (e *testEnv) changingRequests() map[string]int64 {
 
 func TestBadNamesRefused(t *testing.T) {
 	// An hour's write-back keeps pending.txt staged through the test.
-	e := newEnv(t, envOptions{writeBack: time.Hour})
-	machine := e.emu.Fixtures(e.org).StoppedMachine
+	e := newEnv(t, envOptions{WriteBack: time.Hour})
+	machine := e.Emu.Fixtures(e.Org).StoppedMachine
 	dir, hook := e.mountLogged()
 	for _, area := range []struct {
 		path      string
@@ -129,7 +130,7 @@ func TestBadNamesRefused(t *testing.T) {
 				if after := e.stagedNames(); !slices.Equal(staged, after) {
 					t.Errorf("staged before %q, after %q", staged, after)
 				}
-				if slices.Contains(listNames(t, root), c.name) {
+				if slices.Contains(fstest.ListNames(t, root), c.name) {
 					t.Errorf("%q is listed", c.name)
 				}
 				for name, data := range map[string]string{"src.txt": "on the service", "pending.txt": "staged"} {
@@ -160,7 +161,7 @@ func TestBadNamesRefused(t *testing.T) {
 		return
 	}
 	// The refusals left the pending file pending; it still uploads.
-	if err := e.staging.Drain(t.Context()); err != nil {
+	if err := e.Store.Staging.Drain(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if b := e.serviceBytes("pending.txt"); string(b) != "staged" {
@@ -191,18 +192,18 @@ func TestWindowsNamesInShared(t *testing.T) {
 			continue
 		}
 		want = append(want, c.name)
-		if err := os.WriteFile(e.path("shared", c.name), []byte(strconv.Itoa(i)), 0o644); err != nil {
+		if err := os.WriteFile(e.Path("shared", c.name), []byte(strconv.Itoa(i)), 0o644); err != nil {
 			t.Fatalf("creating %q: %v", c.name, err)
 		}
 	}
-	if err := os.Mkdir(e.path("shared", "aux.d "), 0o755); err != nil {
+	if err := os.Mkdir(e.Path("shared", "aux.d "), 0o755); err != nil {
 		t.Fatalf("mkdir: %v", err)
 	}
-	if err := os.Rename(e.path("shared", "a:b"), e.path("shared", "LPT1.txt")); err != nil {
+	if err := os.Rename(e.Path("shared", "a:b"), e.Path("shared", "LPT1.txt")); err != nil {
 		t.Fatalf("rename: %v", err)
 	}
 	e.settle()
-	ents, err := os.ReadDir(e.path("shared"))
+	ents, err := os.ReadDir(e.Path("shared"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestWindowsNamesInShared(t *testing.T) {
 // a computer could not have been given but the service holds still read.
 func TestLookupOfBadNames(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	machine := e.emu.Fixtures(e.org).StoppedMachine
+	machine := e.Emu.Fixtures(e.Org).StoppedMachine
 	odd := []string{"CON", "a:b", "trail.", "q?", "nul.txt"}
 	for _, n := range odd {
 		e.put(machine, e.root(machine), n, []byte("kept "+n))
@@ -252,10 +253,10 @@ func TestLookupOfBadNames(t *testing.T) {
 	before := e.allRequests()
 	for n, want := range map[int]syscall.Errno{256: syscall.ENOENT, 300: syscall.ENOENT, 1025: syscall.ENOENT, 3000: syscall.ENOENT, 5000: syscall.ENAMETOOLONG} {
 		var st syscall.Stat_t
-		if errno := errnoOf(syscall.Stat(e.path("shared", strings.Repeat("a", n)), &st)); errno != want {
+		if errno := errnoOf(syscall.Stat(e.Path("shared", strings.Repeat("a", n)), &st)); errno != want {
 			t.Errorf("stat of a %d-byte name: %v, want %v", n, errno, want)
 		}
-		if errno := errnoOf(syscall.Stat(e.path("computers", strings.Repeat("a", n)), &st)); errno != want {
+		if errno := errnoOf(syscall.Stat(e.Path("computers", strings.Repeat("a", n)), &st)); errno != want {
 			t.Errorf("stat of computers/ + a %d-byte name: %v, want %v", n, errno, want)
 		}
 	}
@@ -263,14 +264,14 @@ func TestLookupOfBadNames(t *testing.T) {
 		t.Errorf("lookups of over-long names made %d requests", d)
 	}
 	for _, n := range odd {
-		if b, err := os.ReadFile(e.path("computers", "Workstation", n)); err != nil || string(b) != "kept "+n {
+		if b, err := os.ReadFile(e.Path("computers", "Workstation", n)); err != nil || string(b) != "kept "+n {
 			t.Errorf("computers/Workstation/%s reads %q (%v)", n, b, err)
 		}
 	}
-	if b, err := os.ReadFile(e.path("shared", multi)); err != nil || !bytes.Equal(b, []byte("long")) {
+	if b, err := os.ReadFile(e.Path("shared", multi)); err != nil || !bytes.Equal(b, []byte("long")) {
 		t.Errorf("a 255-byte name reads %q (%v)", b, err)
 	}
-	if !slices.Contains(listNames(t, e.path("shared")), multi) {
+	if !slices.Contains(fstest.ListNames(t, e.Path("shared")), multi) {
 		t.Errorf("the 255-byte name is not listed")
 	}
 }

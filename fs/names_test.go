@@ -1,5 +1,8 @@
 package fs
 
+// Tests of names (names.go) without a mount: safe and unique names, probe
+// names, and the checks of names made.
+
 import (
 	"regexp"
 	"slices"

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
@@ -66,11 +67,11 @@ func newUploadRace(e *testEnv) *uploadRace {
 				// rename's target): not kept, as if another folder changed
 				// meanwhile (any edit of the listings bumps their
 				// generation), so that the one awaited reads it again.
-				e.dirs.Remove(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: -1}, 0)
+				e.Store.Dirs.Remove(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: -1}, 0)
 			}
 		}
 	})
-	e.t.Cleanup(u.releaseOnly)
+	e.T.Cleanup(u.releaseOnly)
 	return u
 }
 
@@ -81,7 +82,7 @@ func (u *uploadRace) releaseOnly() { u.once.Do(func() { close(u.release) }) }
 func (u *uploadRace) releaseAndWait() {
 	u.releaseOnly()
 	deadline := time.Now().Add(10 * time.Second)
-	for u.e.staging.Stats().Uploading > 0 && time.Now().Before(deadline) {
+	for u.e.Store.Staging.Stats().Uploading > 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -91,7 +92,7 @@ func (u *uploadRace) waitHeld() {
 	select {
 	case <-u.held:
 	case <-time.After(20 * time.Second):
-		u.e.t.Fatal("no upload reached its completion")
+		u.e.T.Fatal("no upload reached its completion")
 	}
 }
 
@@ -99,7 +100,7 @@ func (u *uploadRace) waitHeld() {
 // function in (e.g. "fs.(*dirNode).Rename("), the folder dropped from the
 // cache so that it is read from the service.
 func (u *uploadRace) releaseAtListing(parent int64, in string) {
-	u.e.dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: parent})
+	u.e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: parent})
 	u.mu.Lock()
 	u.parent, u.in = parent, in
 	u.mu.Unlock()
@@ -115,20 +116,20 @@ func TestRenameAsTheUploadEnds(t *testing.T) {
 	d := e.mkdir(0, e.root(0), "d")
 	v1, v2 := testkit.RandBytes(30000, 1), testkit.RandBytes(20000, 2)
 	e.put(0, d, "a.txt", v1)
-	if b, err := os.ReadFile(e.path("shared", "d", "a.txt")); err != nil || !bytes.Equal(b, v1) {
+	if b, err := os.ReadFile(e.Path("shared", "d", "a.txt")); err != nil || !bytes.Equal(b, v1) {
 		t.Fatalf("reading v1: %v", err) // and v1 is in the content cache
 	}
 	u := newUploadRace(e)
-	if err := os.WriteFile(e.path("shared", "d", "a.txt"), v2, 0o644); err != nil {
+	if err := os.WriteFile(e.Path("shared", "d", "a.txt"), v2, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	u.waitHeld()
 	u.releaseAtListing(d, "fs.(*dirNode).Rename(")
-	if err := os.Rename(e.path("shared", "d", "a.txt"), e.path("shared", "d", "b.txt")); err != nil {
+	if err := os.Rename(e.Path("shared", "d", "a.txt"), e.Path("shared", "d", "b.txt")); err != nil {
 		t.Fatalf("rename: %v", err)
 	}
 	e.settle()
-	if b, err := os.ReadFile(e.path("shared", "d", "b.txt")); err != nil || !bytes.Equal(b, v2) {
+	if b, err := os.ReadFile(e.Path("shared", "d", "b.txt")); err != nil || !bytes.Equal(b, v2) {
 		t.Errorf("b.txt in the mount: %d bytes (v1 %v), %v; want v2", len(b), bytes.Equal(b, v1), err)
 	}
 	if got := e.serviceBytes("d/b.txt"); !bytes.Equal(got, v2) {
@@ -137,7 +138,7 @@ func TestRenameAsTheUploadEnds(t *testing.T) {
 	if _, ok := e.serviceFile("d/a.txt"); ok {
 		t.Errorf("a.txt is still on the service")
 	}
-	if names := listNames(t, e.path("shared", "d")); !slices.Equal(names, []string{"b.txt"}) {
+	if names := fstest.ListNames(t, e.Path("shared", "d")); !slices.Equal(names, []string{"b.txt"}) {
 		t.Errorf("the mount lists %v, want [b.txt]", names)
 	}
 }
@@ -158,15 +159,15 @@ func TestRenameNewFileAsItsUploadEnds(t *testing.T) {
 			e := newEnv(t, envOptions{})
 			ids := map[string]int64{"d1": e.mkdir(0, e.root(0), "d1"), "d2": e.mkdir(0, e.root(0), "d2")}
 			data := testkit.RandBytes(20000, 3)
-			os.ReadDir(e.path("shared", "d1"))
-			os.ReadDir(e.path("shared", "d2"))
+			os.ReadDir(e.Path("shared", "d1"))
+			os.ReadDir(e.Path("shared", "d2"))
 			u := newUploadRace(e)
-			if err := os.WriteFile(e.path("shared", "d1", "a.txt"), data, 0o644); err != nil {
+			if err := os.WriteFile(e.Path("shared", "d1", "a.txt"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			u.waitHeld()
 			u.releaseAtListing(ids[tc.at], "fs.(*dirNode).Rename(")
-			if err := os.Rename(e.path("shared", "d1", "a.txt"), e.path("shared", "d2", "b.txt")); err != nil {
+			if err := os.Rename(e.Path("shared", "d1", "a.txt"), e.Path("shared", "d2", "b.txt")); err != nil {
 				t.Fatalf("rename: %v", err)
 			}
 			e.settle()
@@ -187,17 +188,17 @@ func TestNewFileListedAsItsUploadEnds(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	d := e.mkdir(0, e.root(0), "d")
 	data := testkit.RandBytes(20000, 4)
-	os.ReadDir(e.path("shared", "d"))
+	os.ReadDir(e.Path("shared", "d"))
 	u := newUploadRace(e)
-	if err := os.WriteFile(e.path("shared", "d", "n.txt"), data, 0o644); err != nil {
+	if err := os.WriteFile(e.Path("shared", "d", "n.txt"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	u.waitHeld()
 	u.releaseAtListing(d, "fs.(*dirNode).Readdir(")
-	if names := listNames(t, e.path("shared", "d")); !slices.Contains(names, "n.txt") {
+	if names := fstest.ListNames(t, e.Path("shared", "d")); !slices.Contains(names, "n.txt") {
 		t.Errorf("d/ lists %q, without n.txt", names)
 	}
-	if b, err := os.ReadFile(e.path("shared", "d", "n.txt")); err != nil || !bytes.Equal(b, data) {
+	if b, err := os.ReadFile(e.Path("shared", "d", "n.txt")); err != nil || !bytes.Equal(b, data) {
 		t.Errorf("n.txt: %d bytes, %v", len(b), err)
 	}
 }
@@ -209,11 +210,11 @@ func TestNewFileListedAsItsUploadEnds(t *testing.T) {
 const oPath = 0o10000000 // O_PATH (Linux), which package syscall does not name
 
 func TestUploadedFileKeepsItsSizeWithoutListing(t *testing.T) {
-	e := newEnv(t, envOptions{writeBack: time.Hour})
+	e := newEnv(t, envOptions{WriteBack: time.Hour})
 	d := e.mkdir(0, e.root(0), "d")
 	v1 := testkit.RandBytes(10000, 5)
 	e.put(0, d, "f", v1)
-	p := e.path("shared", "d", "f")
+	p := e.Path("shared", "d", "f")
 	// An O_PATH descriptor keeps the inode: the later stat and opens go to
 	// the same node, without a lookup.
 	fd, err := syscall.Open(p, oPath, 0)
@@ -225,11 +226,11 @@ func TestUploadedFileKeepsItsSizeWithoutListing(t *testing.T) {
 	if err := os.Truncate(p, 5000); err != nil {
 		t.Fatal(err)
 	}
-	e.dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: d})
+	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: d})
 	drain := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := e.staging.Drain(ctx); err != nil {
+		if err := e.Store.Staging.Drain(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -266,8 +267,8 @@ func TestUnlinkAsTheUploadCompletes(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	d := e.mkdir(0, e.root(0), "d")
 	e.put(0, d, "a.txt", testkit.RandBytes(30000, 6))
-	p := e.path("shared", "d", "a.txt")
-	os.ReadDir(e.path("shared", "d"))
+	p := e.Path("shared", "d", "a.txt")
+	os.ReadDir(e.Path("shared", "d"))
 	unlinked := make(chan struct{})
 	var once sync.Once
 	e.setHook(func(r *http.Request, answered bool) {

@@ -36,7 +36,7 @@ func TestContentSizes(t *testing.T) {
 		sums[name] = sum(data)
 	}
 	for name, want := range sums {
-		if got := fileSum(t, e.path("shared", name)); got != want {
+		if got := fileSum(t, e.Path("shared", name)); got != want {
 			t.Errorf("%s: sha256 %s, want %s", name, got, want)
 		}
 	}
@@ -46,13 +46,13 @@ func TestRandomPreads(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	data := testkit.RandBytes(20<<20+333, 7)
 	e.put(0, e.root(0), "r.bin", data)
-	f, err := os.Open(e.path("shared", "r.bin"))
+	f, err := os.Open(e.Path("shared", "r.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	rng := rand.New(rand.NewSource(1))
-	before := e.emu.Stats().Objects.BytesOut
+	before := e.Emu.Stats().Objects.BytesOut
 	for i := 0; i < 200; i++ {
 		off := rng.Int63n(int64(len(data)))
 		n := rng.Intn(300000) + 1
@@ -66,7 +66,7 @@ func TestRandomPreads(t *testing.T) {
 		}
 	}
 	// Random reads fetch only blocks they touch, not the whole file ahead.
-	if out := e.emu.Stats().Objects.BytesOut - before; out > int64(len(data)) {
+	if out := e.Emu.Stats().Objects.BytesOut - before; out > int64(len(data)) {
 		t.Errorf("200 random reads fetched %d bytes of a %d-byte file", out, len(data))
 	}
 }
@@ -86,14 +86,14 @@ func TestConcurrentReaders(t *testing.T) {
 		wg.Add(2)
 		go func() { // 8 readers of one file
 			defer wg.Done()
-			b, err := os.ReadFile(e.path("shared", "c0.bin"))
+			b, err := os.ReadFile(e.Path("shared", "c0.bin"))
 			if err != nil || !bytes.Equal(b, datas[0]) {
 				errs <- fmt.Errorf("reader %d of c0.bin: %v", i, err)
 			}
 		}()
 		go func() { // 8 readers of different files
 			defer wg.Done()
-			b, err := os.ReadFile(e.path("shared", fmt.Sprintf("c%d.bin", i)))
+			b, err := os.ReadFile(e.Path("shared", fmt.Sprintf("c%d.bin", i)))
 			if err != nil || !bytes.Equal(b, datas[i]) {
 				errs <- fmt.Errorf("reader of c%d.bin: %v", i, err)
 			}
@@ -108,10 +108,10 @@ func TestConcurrentReaders(t *testing.T) {
 
 func TestURLExpiryDuringRead(t *testing.T) {
 	clock := emutest.NewClock(time.Now())
-	e := newEnv(t, envOptions{emu: emulator.Options{Now: clock.Now}})
+	e := newEnv(t, envOptions{Emu: emulator.Options{Now: clock.Now}})
 	data := testkit.RandBytes(40<<20, 9)
 	e.put(0, e.root(0), "long.bin", data)
-	f, err := os.Open(e.path("shared", "long.bin"))
+	f, err := os.Open(e.Path("shared", "long.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +130,13 @@ func TestURLExpiryDuringRead(t *testing.T) {
 	if !bytes.Equal(all, data) {
 		t.Fatal("content differs after the URL was renewed")
 	}
-	if e.fetcher.Stats().URLRenewals == 0 {
+	if e.Store.Fetcher.Stats().URLRenewals == 0 {
 		t.Error("no URL was renewed")
 	}
 }
 
 func TestReadsUnderObjectFaults(t *testing.T) {
-	e := newEnv(t, envOptions{emu: emulator.Options{FaultSeed: 3}})
+	e := newEnv(t, envOptions{Emu: emulator.Options{FaultSeed: 3}})
 	root := e.root(0)
 	var datas [][]byte
 	for i := 0; i < 4; i++ {
@@ -144,16 +144,16 @@ func TestReadsUnderObjectFaults(t *testing.T) {
 		datas = append(datas, d)
 		e.put(0, root, fmt.Sprintf("x%d.bin", i), d)
 	}
-	os.ReadDir(e.path("shared")) // list before the faults: listings are not under test here
-	e.emu.SetFaultRate(0.2)
-	defer e.emu.SetFaultRate(0)
+	os.ReadDir(e.Path("shared")) // list before the faults: listings are not under test here
+	e.Emu.SetFaultRate(0.2)
+	defer e.Emu.SetFaultRate(0)
 	for i, d := range datas {
-		b, err := os.ReadFile(e.path("shared", fmt.Sprintf("x%d.bin", i)))
+		b, err := os.ReadFile(e.Path("shared", fmt.Sprintf("x%d.bin", i)))
 		if err != nil || !bytes.Equal(b, d) {
 			t.Fatalf("x%d.bin under faults: equal %v, %v", i, bytes.Equal(b, d), err)
 		}
 	}
-	if e.emu.Stats().Objects.Faults == 0 {
+	if e.Emu.Stats().Objects.Faults == 0 {
 		t.Fatal("no fault was injected")
 	}
 }
@@ -162,24 +162,24 @@ func TestSecondReadMakesNoObjectRequest(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	data := testkit.RandBytes(5<<20, 11)
 	e.put(0, e.root(0), "twice.bin", data)
-	p := e.path("shared", "twice.bin")
+	p := e.Path("shared", "twice.bin")
 	if fileSum(t, p) != sum(data) {
 		t.Fatal("first read differs")
 	}
-	gets, urls := e.objectGets(), e.requests("POST /files/download")
+	gets, urls := e.objectGets(), e.Requests("POST /files/download")
 	// Drop the kernel's pages so the read reaches the daemon.
 	dropKernelCache(t, p)
 	if fileSum(t, p) != sum(data) {
 		t.Fatal("second read differs")
 	}
-	if g, u := e.objectGets()-gets, e.requests("POST /files/download")-urls; g != 0 || u != 0 {
+	if g, u := e.objectGets()-gets, e.Requests("POST /files/download")-urls; g != 0 || u != 0 {
 		t.Errorf("second read made %d object requests and %d URL requests", g, u)
 	}
 }
 
 func TestSmallCacheEvictsWithinBudget(t *testing.T) {
 	const budget = 8 << 20
-	e := newEnv(t, envOptions{cacheMax: budget})
+	e := newEnv(t, envOptions{CacheMax: budget})
 	root := e.root(0)
 	var datas [][]byte
 	for i := 0; i < 6; i++ {
@@ -187,18 +187,18 @@ func TestSmallCacheEvictsWithinBudget(t *testing.T) {
 		e.put(0, root, fmt.Sprintf("e%d.bin", i), datas[i])
 	}
 	for i, d := range datas {
-		if fileSum(t, e.path("shared", fmt.Sprintf("e%d.bin", i))) != sum(d) {
+		if fileSum(t, e.Path("shared", fmt.Sprintf("e%d.bin", i))) != sum(d) {
 			t.Fatalf("e%d.bin differs", i)
 		}
-		if used := e.content.Stats().Used; used > budget {
+		if used := e.Store.Content.Stats().Used; used > budget {
 			t.Fatalf("after file %d the cache holds %d bytes, budget %d", i, used, budget)
 		}
 	}
-	if st := e.content.Stats(); st.Evictions == 0 {
+	if st := e.Store.Content.Stats(); st.Evictions == 0 {
 		t.Fatalf("no eviction: %+v", st)
 	}
 	var onDisk int64
-	filepath.Walk(e.cacheDir, func(p string, info os.FileInfo, err error) error {
+	filepath.Walk(e.CacheDir, func(p string, info os.FileInfo, err error) error {
 		if err == nil && strings.HasSuffix(p, ".data") {
 			st := info.Sys().(*syscall.Stat_t)
 			onDisk += st.Blocks * 512
@@ -216,21 +216,21 @@ func TestRemountReusesValidEntriesDropsChanged(t *testing.T) {
 	same, changed := testkit.RandBytes(3<<20, 1), testkit.RandBytes(3<<20, 2)
 	e.put(0, root, "same.bin", same)
 	e.put(0, root, "changed.bin", changed)
-	fileSum(t, e.path("shared", "same.bin"))
-	fileSum(t, e.path("shared", "changed.bin"))
+	fileSum(t, e.Path("shared", "same.bin"))
+	fileSum(t, e.Path("shared", "changed.bin"))
 	e.unmount()
 
 	newer := testkit.RandBytes(3<<20, 3)
 	e.put(0, root, "changed.bin", newer)
-	e.mount()
+	e.Mount()
 	gets := e.objectGets()
-	if fileSum(t, e.path("shared", "same.bin")) != sum(same) {
+	if fileSum(t, e.Path("shared", "same.bin")) != sum(same) {
 		t.Fatal("same.bin differs after remount")
 	}
 	if g := e.objectGets() - gets; g != 0 {
 		t.Errorf("an unchanged file made %d object requests after remount", g)
 	}
-	if fileSum(t, e.path("shared", "changed.bin")) != sum(newer) {
+	if fileSum(t, e.Path("shared", "changed.bin")) != sum(newer) {
 		t.Fatal("changed.bin shows old content after remount")
 	}
 	if e.objectGets() == gets {
@@ -239,84 +239,84 @@ func TestRemountReusesValidEntriesDropsChanged(t *testing.T) {
 }
 
 func TestBundleCopiesSmallFolderInAFewRequests(t *testing.T) {
-	e := newEnv(t, envOptions{emu: emulator.Options{StepDelay: 30 * time.Millisecond}})
+	e := newEnv(t, envOptions{Emu: emulator.Options{StepDelay: 30 * time.Millisecond}})
 	want := e.smallFolder("many", 300)
-	os.ReadDir(e.path("shared")) // the parent listing is not what is measured
+	os.ReadDir(e.Path("shared")) // the parent listing is not what is measured
 	before := e.allRequests()
 	dst := filepath.Join(t.TempDir(), "copy")
-	if out, err := exec.Command("cp", "-r", e.path("shared", "many"), dst).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", e.Path("shared", "many"), dst).CombinedOutput(); err != nil {
 		t.Fatalf("cp -r: %v: %s", err, out)
 	}
 	used := e.allRequests() - before
 	checkCopy(t, dst, want)
-	st := e.bundler.Stats()
+	st := e.Store.Bundler.Stats()
 	if st.Completed != 1 || st.Files < 290 {
 		t.Fatalf("bundler: %+v", st)
 	}
 	// A listing, the first files alone (URL + GET each), the job, its polls
 	// and its ZIP: a handful, against 600 for file after file.
 	if used > 25 {
-		t.Errorf("cp -r of 300 files made %d requests: %v", used, e.emu.Stats().Requests)
+		t.Errorf("cp -r of 300 files made %d requests: %v", used, e.Emu.Stats().Requests)
 	}
 	t.Logf("cp -r of 300 files: %d requests", used)
 }
 
 func TestBundleFallsBackWithoutFeature(t *testing.T) {
-	e := newEnv(t, envOptions{org: emulator.OrgB, emu: emulator.Options{StepDelay: 30 * time.Millisecond}})
+	e := newEnv(t, envOptions{Org: emulator.OrgB, Emu: emulator.Options{StepDelay: 30 * time.Millisecond}})
 	want := e.smallFolder("many", 60)
 	dst := filepath.Join(t.TempDir(), "copy")
-	if out, err := exec.Command("cp", "-r", e.path("shared", "many"), dst).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", e.Path("shared", "many"), dst).CombinedOutput(); err != nil {
 		t.Fatalf("cp -r: %v: %s", err, out)
 	}
 	checkCopy(t, dst, want)
-	st := e.bundler.Stats()
+	st := e.Store.Bundler.Stats()
 	if !st.Disabled || st.Completed != 0 {
 		t.Fatalf("bundler after 4710: %+v", st)
 	}
 	// The mount stops asking after the first 4710.
-	asked := e.requests("POST /files/download")
+	asked := e.Requests("POST /files/download")
 	want2 := e.smallFolder("more", 20)
-	e.dirs.DropAll() // as SIGHUP does: the new folder shows at once
+	e.Store.Dirs.DropAll() // as SIGHUP does: the new folder shows at once
 	dst2 := filepath.Join(t.TempDir(), "copy2")
-	if out, err := exec.Command("cp", "-r", e.path("shared", "more"), dst2).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", e.Path("shared", "more"), dst2).CombinedOutput(); err != nil {
 		t.Fatalf("cp -r: %v: %s", err, out)
 	}
 	checkCopy(t, dst2, want2)
-	if d := e.requests("POST /files/download") - asked; d != 20 {
+	if d := e.Requests("POST /files/download") - asked; d != 20 {
 		t.Errorf("after a 4710, 20 files made %d download requests, want one URL each", d)
 	}
-	if e.emu.Stats().Codes[4710] != 1 {
-		t.Errorf("4710 answered %d times, want once", e.emu.Stats().Codes[4710])
+	if e.Emu.Stats().Codes[4710] != 1 {
+		t.Errorf("4710 answered %d times, want once", e.Emu.Stats().Codes[4710])
 	}
 }
 
 func TestBundleNobodyWaitsForIsAborted(t *testing.T) {
 	e := newEnv(t, envOptions{
-		emu:    emulator.Options{StepDelay: time.Hour}, // the job never finishes by itself
-		bundle: cache.BundleOptions{Idle: 300 * time.Millisecond, WaitLimit: 100 * time.Millisecond},
+		Emu:    emulator.Options{StepDelay: time.Hour}, // the job never finishes by itself
+		Bundle: cache.BundleOptions{Idle: 300 * time.Millisecond, WaitLimit: 100 * time.Millisecond},
 	})
 	want := e.smallFolder("slow", 20)
 	for _, name := range []string{"note 000 #0.txt", "note 001 #1.txt", "note 002 #2.txt"} {
-		b, err := os.ReadFile(e.path("shared", "slow", name))
+		b, err := os.ReadFile(e.Path("shared", "slow", name))
 		if err != nil || !bytes.Equal(b, want[name]) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	if e.bundler.Stats().Jobs != 1 {
-		t.Fatalf("no bundle started: %+v", e.bundler.Stats())
+	if e.Store.Bundler.Stats().Jobs != 1 {
+		t.Fatalf("no bundle started: %+v", e.Store.Bundler.Stats())
 	}
 	testkit.WaitFor(t, 5*time.Second, "the idle bundle to be aborted", func() bool {
-		return e.requests("DELETE /files/downloads/{id}") > 0
+		return e.Requests("DELETE /files/downloads/{id}") > 0
 	})
-	if st := e.bundler.Stats(); st.Aborted != 1 {
+	if st := e.Store.Bundler.Stats(); st.Aborted != 1 {
 		t.Errorf("bundler: %+v", st)
 	}
 }
 
 func TestInterruptedReadCancelsRequests(t *testing.T) {
-	e := newEnv(t, envOptions{emu: emulator.Options{StreamRate: 2 << 20}}) // 2 MiB/s per connection
+	e := newEnv(t, envOptions{Emu: emulator.Options{StreamRate: 2 << 20}}) // 2 MiB/s per connection
 	e.put(0, e.root(0), "slow.bin", testkit.RandBytes(64<<20, 5))
-	cat := exec.Command("cat", e.path("shared", "slow.bin"))
+	cat := exec.Command("cat", e.Path("shared", "slow.bin"))
 	cat.Stdout = io.Discard
 	if err := cat.Start(); err != nil {
 		t.Fatal(err)
@@ -326,9 +326,9 @@ func TestInterruptedReadCancelsRequests(t *testing.T) {
 	cat.Wait()
 	// Requests cut now; what was on the wire drains within moments.
 	time.Sleep(500 * time.Millisecond)
-	sent := e.emu.Stats().Objects.BytesOut
+	sent := e.Emu.Stats().Objects.BytesOut
 	time.Sleep(time.Second)
-	if more := e.emu.Stats().Objects.BytesOut - sent; more > 256<<10 {
+	if more := e.Emu.Stats().Objects.BytesOut - sent; more > 256<<10 {
 		t.Errorf("the object store sent %d more bytes after the reader was interrupted", more)
 	}
 	if sent >= 64<<20 {
@@ -340,20 +340,20 @@ func TestReadersOfOneFileShareFetches(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	data := testkit.RandBytes(32<<20, 4)
 	e.put(0, e.root(0), "shared.bin", data)
-	before := e.emu.Stats().Objects.BytesOut
+	before := e.Emu.Stats().Objects.BytesOut
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, err := os.ReadFile(e.path("shared", "shared.bin"))
+			b, err := os.ReadFile(e.Path("shared", "shared.bin"))
 			if err != nil || !bytes.Equal(b, data) {
 				t.Errorf("reader %d: %v", i, err)
 			}
 		}()
 	}
 	wg.Wait()
-	if out := e.emu.Stats().Objects.BytesOut - before; out > int64(len(data))*5/4 {
+	if out := e.Emu.Stats().Objects.BytesOut - before; out > int64(len(data))*5/4 {
 		t.Errorf("8 readers of a %d-byte file pulled %d bytes", len(data), out)
 	}
 }

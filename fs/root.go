@@ -1,5 +1,10 @@
 package fs
 
+// The mount's root: shared/, computers/, recordings/ and, when the command
+// gives one, the control tree .ctl/ (package fs/ctl).
+//
+// Locks: none (its children are fixed).
+
 import (
 	"context"
 	"syscall"
@@ -11,9 +16,13 @@ import (
 	"github.com/orgfs/orgfs/cache"
 )
 
-// rootNode is the mount point: shared/, computers/, recordings/.
+// CtlName is the control tree's folder in the root.
+const CtlName = ".ctl"
+
+// rootNode is the mount point: shared/, computers/, recordings/, .ctl/.
 type rootNode struct {
 	node
+	ctl gofs.InodeEmbedder // the control tree's root; nil: no .ctl
 }
 
 var (
@@ -32,8 +41,8 @@ func (n *rootNode) OnAdd(ctx context.Context) {
 	add("shared", n.fsys.newDirNode(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, time.Time{}), inoShared)
 	add("computers", &computersNode{node: node{fsys: n.fsys}}, inoComputers)
 	add("recordings", n.fsys.newDirNode(cache.DirKey{Area: cache.Area{Kind: cache.Recordings}}, time.Time{}), inoRecordings)
-	if n.fsys.Admin != nil {
-		add(ctlName, n.fsys.ctlRoot(), inoCtl)
+	if n.ctl != nil {
+		add(CtlName, n.ctl, inoCtl)
 	}
 }
 
@@ -46,7 +55,7 @@ func (n *rootNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.At
 // else does not exist.
 func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if ch := n.GetChild(name); ch != nil {
-		entryAttr(ctx, ch, out)
+		EntryAttr(ctx, ch, out)
 		return ch, 0
 	}
 	return nil, syscall.ENOENT
@@ -58,8 +67,8 @@ func (n *rootNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) 
 		{Name: "computers", Mode: syscall.S_IFDIR, Ino: inoComputers},
 		{Name: "recordings", Mode: syscall.S_IFDIR, Ino: inoRecordings},
 	}
-	if n.fsys.Admin != nil {
-		es = append(es, fuse.DirEntry{Name: ctlName, Mode: syscall.S_IFDIR, Ino: inoCtl})
+	if n.ctl != nil {
+		es = append(es, fuse.DirEntry{Name: CtlName, Mode: syscall.S_IFDIR, Ino: inoCtl})
 	}
 	return gofs.NewListDirStream(es), 0
 }

@@ -1,13 +1,14 @@
 package fs
 
 // statfs: what df shows for a path, the quota and use of the storage area
-// it is in (the area root's file_storage_size and file_storage_usage).
+// it is in (the area root's file_storage_size and file_storage_usage, from
+// the listing cache).
 //
-// Locks: none of its own (the values are kept in the control tree's memo).
+// Locks: none of its own (the listings are kept by cache.Dirs).
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -36,58 +37,39 @@ func (n *node) areaOf() cache.Area {
 // space returns area's quota and use, kept like listings. The root's own
 // record carries them; it is the "current" record of a listing of the root
 // by its id, which the root's entries give as their parent_id. An empty
-// area (no entry to learn the root's id from) has none known.
+// area (no entry to learn the root's id from) has none known, nor has one
+// whose only entries the mount made itself (their records do not know it).
 func (f *FS) space(ctx context.Context, a cache.Area) (space, error) {
-	list := func(parent int64) *api.FileList {
-		switch a.Kind {
-		case cache.Machine:
-			return f.Admin.MachineFiles(ctx, a.MachineID, api.ListFilesRequest{ParentID: parent})
-		case cache.Recordings:
-			return f.Admin.Recordings(ctx, api.ListFilesRequest{ParentID: parent})
-		}
-		return f.Admin.SharedFiles(ctx, api.ListFilesRequest{ParentID: parent})
+	top, err := f.store.Dirs.List(ctx, cache.DirKey{Area: a})
+	if err != nil {
+		return space{}, err
 	}
-	key := fmt.Sprintf("space/%d/%d", a.Kind, a.MachineID)
-	return memoGet(ctx, f.ctl.memo, key, func(ctx context.Context) (space, error) {
-		first := func(l *api.FileList) (*api.File, error) {
-			for file, err := range l.All() {
-				if err != nil {
-					return nil, err
-				}
-				return &file, nil
-			}
-			return nil, nil
-		}
-		entry, err := first(list(0))
-		if err != nil || entry == nil {
-			return space{}, err
-		}
-		l := list(entry.ParentID)
-		if _, err := first(l); err != nil {
-			return space{}, err
-		}
-		cur := l.Current()
-		if cur == nil || cur.FileStorageSize == nil || cur.FileStorageUsage == nil {
-			return space{}, nil
-		}
-		return space{size: *cur.FileStorageSize, used: *cur.FileStorageUsage}, nil
-	})
+	i := slices.IndexFunc(top.Files, func(e api.File) bool { return e.ParentID > 0 })
+	if i < 0 {
+		return space{}, nil
+	}
+	root, err := f.store.Dirs.List(ctx, cache.DirKey{Area: a, ID: top.Files[i].ParentID})
+	if err != nil {
+		return space{}, err
+	}
+	cur := root.Current
+	if cur == nil || cur.FileStorageSize == nil || cur.FileStorageUsage == nil {
+		return space{}, nil
+	}
+	return space{size: *cur.FileStorageSize, used: *cur.FileStorageUsage}, nil
 }
 
-// fillStatfs answers statfs with the area's quota and use; without them
-// (no .ctl client, an empty area, a failed request) a large, mostly free
-// disk, so that file managers do not refuse a copy for want of space: the
-// service's quota answers for real.
-func (f *FS) fillStatfs(ctx context.Context, a cache.Area, out *fuse.StatfsOut) syscall.Errno {
+// Statfs answers statfs with area's quota and use; without them (an empty
+// area, a failed request) a large, mostly free disk, so that file managers
+// do not refuse a copy for want of space: the service's quota answers for
+// real. The control tree's nodes answer with the shared storage's.
+func (f *FS) Statfs(ctx context.Context, a cache.Area, out *fuse.StatfsOut) syscall.Errno {
 	const bsize = 4096
 	out.Bsize, out.Frsize, out.NameLen = bsize, bsize, 255
 	out.Files, out.Ffree = 1<<30, 1<<30
-	var sp space
-	if f.Admin != nil {
-		var err error
-		if sp, err = f.space(ctx, a); err != nil {
-			f.Log.WithError(err).Debug("statfs: the storage's quota is not known; showing a large disk")
-		}
+	sp, err := f.space(ctx, a)
+	if err != nil {
+		f.log.WithError(err).Debug("statfs: the storage's quota is not known; showing a large disk")
 	}
 	if sp.size <= 0 {
 		const blocks = 1 << 30 // 4 TiB

@@ -1,5 +1,7 @@
 package fs
 
+// Tests of statfs (statfs.go): the quota and use of each storage area.
+
 import (
 	"syscall"
 	"testing"
@@ -11,8 +13,8 @@ import (
 // TestStatfsShowsTheStorageQuota: df of a path shows the quota and use of
 // the storage area it is in, as the area root's record has them.
 func TestStatfsShowsTheStorageQuota(t *testing.T) {
-	e := newEnv(t, envOptions{seed: emulator.SeedDemo})
-	fx := e.emu.Fixtures(e.org)
+	e := newEnv(t, envOptions{Seed: emulator.SeedDemo})
+	fx := e.Emu.Fixtures(e.Org)
 	rootRecord := func(l func(parent int64) *api.FileList, root int64) (size, used int64) {
 		fl := l(root)
 		if _, err := fl.Collect(); err != nil {
@@ -25,7 +27,7 @@ func TestStatfsShowsTheStorageQuota(t *testing.T) {
 		return *cur.FileStorageSize, *cur.FileStorageUsage
 	}
 	var seat api.Seat
-	seats, _ := api.Collect(e.client.Seats(t.Context(), ""))
+	seats, _ := api.Collect(e.Client.Seats(t.Context(), ""))
 	for _, s := range seats {
 		if s.ID == fx.RunningMachine {
 			seat = s
@@ -36,14 +38,14 @@ func TestStatfsShowsTheStorageQuota(t *testing.T) {
 		list func(parent int64) *api.FileList
 		root int64
 	}{
-		{e.path("shared"), func(p int64) *api.FileList {
-			return e.client.SharedFiles(t.Context(), api.ListFilesRequest{ParentID: p})
+		{e.Path("shared"), func(p int64) *api.FileList {
+			return e.Client.SharedFiles(t.Context(), api.ListFilesRequest{ParentID: p})
 		}, e.root(0)},
-		{e.path(), func(p int64) *api.FileList {
-			return e.client.SharedFiles(t.Context(), api.ListFilesRequest{ParentID: p})
+		{e.Path(), func(p int64) *api.FileList {
+			return e.Client.SharedFiles(t.Context(), api.ListFilesRequest{ParentID: p})
 		}, e.root(0)},
-		{e.path("computers", seat.Name), func(p int64) *api.FileList {
-			return e.client.MachineFiles(t.Context(), fx.RunningMachine, api.ListFilesRequest{ParentID: p})
+		{e.Path("computers", seat.Name), func(p int64) *api.FileList {
+			return e.Client.MachineFiles(t.Context(), fx.RunningMachine, api.ListFilesRequest{ParentID: p})
 		}, e.root(fx.RunningMachine)},
 	} {
 		size, used := rootRecord(c.list, c.root)
@@ -57,7 +59,7 @@ func TestStatfsShowsTheStorageQuota(t *testing.T) {
 			t.Errorf("statfs %s: size %d free %d; the service: size %d used %d", c.path, gotSize, gotFree, size, used)
 		}
 	}
-	if n := e.requests("GET /files"); n > 10 {
+	if n := e.Requests("GET /files"); n > 10 {
 		t.Errorf("statfs made %d listing requests; the values are kept like listings", n)
 	}
 }

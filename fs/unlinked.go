@@ -1,5 +1,10 @@
 package fs
 
+// Files unlinked while open: hidden at once, deleted from the service at
+// their last close (or at unmount).
+//
+// Locks: openFiles.mu, a leaf.
+
 import (
 	"context"
 	"sync"
@@ -87,11 +92,11 @@ func (o *openFiles) takeUnlinked() []unlinkedFile {
 func (f *FS) deleteUnlinked(u unlinkedFile) {
 	ctx, cancel := context.WithTimeout(context.Background(), unlinkDeleteTimeout)
 	defer cancel()
-	if err := f.Delete(ctx, u.parent, u.file); err != nil {
-		f.Log.WithError(err).WithField("path", u.path).Warn("could not delete a file unlinked while open, at its last close; it stays on the service")
+	if err := f.store.Delete(ctx, u.parent, u.file); err != nil {
+		f.log.WithError(err).WithField("path", u.path).Warn("could not delete a file unlinked while open, at its last close; it stays on the service")
 		return
 	}
-	f.Log.WithField("path", u.path).Debug("deleted a file unlinked while open, at its last close")
+	f.log.WithField("path", u.path).Debug("deleted a file unlinked while open, at its last close")
 }
 
 // DeleteUnlinked deletes the files unlinked while open whose descriptors

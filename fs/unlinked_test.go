@@ -1,5 +1,7 @@
 package fs
 
+// Tests of files unlinked while open (unlinked.go).
+
 import (
 	"bytes"
 	"errors"
@@ -21,7 +23,7 @@ func TestUnlinkWhileOpenForReading(t *testing.T) {
 	data := testkit.RandBytes(3<<20+123, 7) // more than one block: not all fetched at the first read
 	e.put(0, e.root(0), "open.bin", data)
 	e.put(0, e.root(0), "kept-open.bin", []byte("until the end"))
-	f, err := os.Open(e.path("shared", "open.bin"))
+	f, err := os.Open(e.Path("shared", "open.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,13 +32,13 @@ func TestUnlinkWhileOpenForReading(t *testing.T) {
 	if _, err := io.ReadFull(f, head); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(e.path("shared", "open.bin")); err != nil {
+	if err := os.Remove(e.Path("shared", "open.bin")); err != nil {
 		t.Fatalf("rm of a file open for reading: %v", err)
 	}
-	if _, err := os.Stat(e.path("shared", "open.bin")); !errors.Is(err, syscall.ENOENT) {
+	if _, err := os.Stat(e.Path("shared", "open.bin")); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("stat after rm: %v, want ENOENT", err)
 	}
-	ents, _ := os.ReadDir(e.path("shared"))
+	ents, _ := os.ReadDir(e.Path("shared"))
 	if slices.ContainsFunc(ents, func(d os.DirEntry) bool { return d.Name() == "open.bin" }) {
 		t.Fatal("listed after rm")
 	}
@@ -55,12 +57,12 @@ func TestUnlinkWhileOpenForReading(t *testing.T) {
 
 	// Still open when the mount ends (a daemon told to end while programs
 	// hold files): deleted then, as orgfs mount calls DeleteUnlinked.
-	g, err := os.Open(e.path("shared", "kept-open.bin"))
+	g, err := os.Open(e.Path("shared", "kept-open.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if err := os.Remove(e.path("shared", "kept-open.bin")); err != nil {
+	if err := os.Remove(e.Path("shared", "kept-open.bin")); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.serviceFile("kept-open.bin"); !ok {
@@ -76,7 +78,7 @@ func TestUnlinkWhileOpenForReading(t *testing.T) {
 // writes on through its descriptor, and nothing of it reaches the service.
 func TestUnlinkWhileOpenPending(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	p := e.path("shared", "scratch.txt")
+	p := e.Path("shared", "scratch.txt")
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +109,7 @@ func TestUnlinkWhileOpenPending(t *testing.T) {
 // its own, whatever the old descriptor still does.
 func TestUnlinkWhileOpenThenCreateAgain(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	p := e.path("shared", "again.txt")
+	p := e.Path("shared", "again.txt")
 	old, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func TestCopySizes(t *testing.T) {
 		name := fmt.Sprintf("s%d.bin", n)
 		want[name] = testkit.RandBytes(n, int64(i))
 		os.WriteFile(filepath.Join(src, name), want[name], 0o644)
-		run(t, "cp", filepath.Join(src, name), e.path("shared", name))
+		run(t, "cp", filepath.Join(src, name), e.Path("shared", name))
 	}
 	e.settle()
 	for name, data := range want {
@@ -38,9 +38,9 @@ func TestCopySizes(t *testing.T) {
 	}
 	// Again through a new mount.
 	e.unmount()
-	e.mount()
+	e.Mount()
 	for name, data := range want {
-		if got := fileSum(t, e.path("shared", name)); got != sum(data) {
+		if got := fileSum(t, e.Path("shared", name)); got != sum(data) {
 			t.Errorf("%s after remount differs", name)
 		}
 	}
@@ -56,12 +56,12 @@ func TestTreesCpRsyncTar(t *testing.T) {
 		want[rel] = testkit.RandBytes(100+i*997, int64(i))
 		os.WriteFile(filepath.Join(src, rel), want[rel], 0o644)
 	}
-	run(t, "cp", "-r", src, e.path("shared", "cp-tree"))
-	run(t, "rsync", "-a", src+"/", e.path("shared", "rsync-tree")+"/")
+	run(t, "cp", "-r", src, e.Path("shared", "cp-tree"))
+	run(t, "rsync", "-a", src+"/", e.Path("shared", "rsync-tree")+"/")
 	tarball := filepath.Join(t.TempDir(), "t.tar")
 	run(t, "tar", "-cf", tarball, "-C", src, ".")
-	os.Mkdir(e.path("shared", "tar-tree"), 0o755)
-	run(t, "tar", "-xf", tarball, "-C", e.path("shared", "tar-tree"))
+	os.Mkdir(e.Path("shared", "tar-tree"), 0o755)
+	run(t, "tar", "-xf", tarball, "-C", e.Path("shared", "tar-tree"))
 	e.settle()
 	for _, top := range []string{"cp-tree", "rsync-tree", "tar-tree"} {
 		for rel, data := range want {
@@ -71,16 +71,16 @@ func TestTreesCpRsyncTar(t *testing.T) {
 		}
 	}
 	// A second rsync transfers nothing.
-	out := run(t, "rsync", "-a", "--stats", src+"/", e.path("shared", "rsync-tree")+"/")
+	out := run(t, "rsync", "-a", "--stats", src+"/", e.Path("shared", "rsync-tree")+"/")
 	if !strings.Contains(out, "Number of regular files transferred: 0") {
 		t.Errorf("the second rsync transferred files:\n%s", out)
 	}
 	// And again through a new mount.
 	e.unmount()
-	e.mount()
+	e.Mount()
 	for _, top := range []string{"cp-tree", "rsync-tree", "tar-tree"} {
 		for rel, data := range want {
-			if b, err := os.ReadFile(e.path("shared", top, rel)); err != nil || !bytes.Equal(b, data) {
+			if b, err := os.ReadFile(e.Path("shared", top, rel)); err != nil || !bytes.Equal(b, data) {
 				t.Fatalf("%s/%s after remount: %v", top, rel, err)
 			}
 		}
@@ -89,10 +89,10 @@ func TestTreesCpRsyncTar(t *testing.T) {
 
 func TestStorageFullKeepsTheStagedCopy(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	if err := e.emu.SetStorageQuota(e.org, 0, 1000); err != nil {
+	if err := e.Emu.SetStorageQuota(e.Org, 0, 1000); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(e.path("shared", "big.bin"))
+	f, err := os.Create(e.Path("shared", "big.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,15 +102,15 @@ func TestStorageFullKeepsTheStagedCopy(t *testing.T) {
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("fsync with the storage full: %v, want ENOSPC", err)
 	}
-	if st := e.staging.Stats(); st.Failed != 1 {
+	if st := e.Store.Staging.Stats(); st.Failed != 1 {
 		t.Fatalf("staging after 450: %+v", st)
 	}
 	// The staged copy is still readable through the mount.
-	if b, err := os.ReadFile(e.path("shared", "big.bin")); err != nil || len(b) != 5000 {
+	if b, err := os.ReadFile(e.Path("shared", "big.bin")); err != nil || len(b) != 5000 {
 		t.Fatalf("the staged copy: %d bytes, %v", len(b), err)
 	}
-	e.emu.SetStorageQuota(e.org, 0, 1<<30)
-	e.staging.Retry()
+	e.Emu.SetStorageQuota(e.Org, 0, 1<<30)
+	e.Store.Staging.Retry()
 	e.settle()
 	if got := e.serviceBytes("big.bin"); !bytes.Equal(got, testkit.RandBytes(5000, 1)) {
 		t.Fatal("the retried upload differs")
@@ -118,8 +118,8 @@ func TestStorageFullKeepsTheStagedCopy(t *testing.T) {
 }
 
 func TestWritesUnderFaults(t *testing.T) {
-	e := newEnv(t, envOptions{emu: emulator.Options{FaultSeed: 11}})
-	os.ReadDir(e.path("shared"))
+	e := newEnv(t, envOptions{Emu: emulator.Options{FaultSeed: 11}})
+	os.ReadDir(e.Path("shared"))
 	want := map[string][]byte{}
 	for i := 0; i < 4; i++ {
 		want[fmt.Sprintf("big%d.bin", i)] = testkit.RandBytes(50<<20, int64(i))
@@ -127,18 +127,18 @@ func TestWritesUnderFaults(t *testing.T) {
 	for i := 0; i < 500; i++ {
 		want[fmt.Sprintf("small/%03d.txt", i)] = testkit.RandBytes(100+i*13, int64(1000+i))
 	}
-	if err := os.Mkdir(e.path("shared", "small"), 0o755); err != nil {
+	if err := os.Mkdir(e.Path("shared", "small"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.emu.SetFaultRate(0.1)
+	e.Emu.SetFaultRate(0.1)
 	for name, data := range want {
-		if err := os.WriteFile(e.path("shared", name), data, 0o644); err != nil {
+		if err := os.WriteFile(e.Path("shared", name), data, 0o644); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
 	e.settle()
-	e.emu.SetFaultRate(0)
-	if e.emu.Stats().Objects.Faults == 0 {
+	e.Emu.SetFaultRate(0)
+	if e.Emu.Stats().Objects.Faults == 0 {
 		t.Fatal("no fault was injected")
 	}
 	for name, data := range want {
@@ -146,7 +146,7 @@ func TestWritesUnderFaults(t *testing.T) {
 			t.Fatalf("%s differs on the service", name)
 		}
 	}
-	if st := e.staging.Stats(); st.StagedBytes != 0 || st.Pending != 0 {
+	if st := e.Store.Staging.Stats(); st.StagedBytes != 0 || st.Pending != 0 {
 		t.Fatalf("left staged: %+v", st)
 	}
 }
@@ -157,8 +157,8 @@ func TestFullLocalDiskIsENOSPC(t *testing.T) {
 		t.Fatalf("a small tmpfs for the staging dir: %v: %s", err, out)
 	}
 	t.Cleanup(func() { testkit.Detach(staging) })
-	e := newEnv(t, envOptions{stagingDir: filepath.Join(staging, "s")})
-	err := os.WriteFile(e.path("shared", "huge.bin"), make([]byte, 4<<20), 0o644)
+	e := newEnv(t, envOptions{StagingDir: filepath.Join(staging, "s")})
+	err := os.WriteFile(e.Path("shared", "huge.bin"), make([]byte, 4<<20), 0o644)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("writing 4 MiB with 1 MiB of local disk: %v, want ENOSPC", err)
 	}

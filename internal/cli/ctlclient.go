@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	orgfs "github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/fs/ctl"
 )
 
 // orgfsMounts lists the mount points of orgfs mounts (/proc/mounts).
@@ -85,15 +85,15 @@ func readCtl(mnt, name string, v any) error {
 
 // writeCtl writes one input to a control file and returns the error of the
 // write or the close with the folder's result.
-func writeCtl(mnt, name, input string) (orgfs.Result, error) {
+func writeCtl(mnt, name, input string) (ctl.Result, error) {
 	p := filepath.Join(mnt, ".ctl", name)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
-		return orgfs.Result{}, err
+		return ctl.Result{}, err
 	}
 	_, werr := f.WriteString(input)
 	cerr := f.Close()
-	var r orgfs.Result
+	var r ctl.Result
 	if err := readCtl(mnt, filepath.Join(filepath.Dir(name), "result"), &r); err != nil && werr == nil && cerr == nil {
 		return r, err
 	}

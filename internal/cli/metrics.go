@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
-	orgfs "github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/fs/ctl"
 )
 
 // statsCollector turns the mount's counters into metrics at each scrape.
 type statsCollector struct {
-	stats func() *orgfs.Stats
+	stats func() *ctl.Stats
 	descs map[string]*prometheus.Desc
 }
 
@@ -54,7 +54,7 @@ var metricDefs = map[string]struct {
 	"orgfs_staged_bytes":              {"local bytes of every staged file", nil},
 }
 
-func newStatsCollector(stats func() *orgfs.Stats) *statsCollector {
+func newStatsCollector(stats func() *ctl.Stats) *statsCollector {
 	c := &statsCollector{stats: stats, descs: map[string]*prometheus.Desc{}}
 	for name, d := range metricDefs {
 		c.descs[name] = prometheus.NewDesc(name, d.help, d.labels, nil)
@@ -107,9 +107,9 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // serveMetrics serves /metrics on addr until the returned stop is called.
-func serveMetrics(addr string, fsys *orgfs.FS, log logrus.FieldLogger) (stop func(), err error) {
+func serveMetrics(addr string, tree *ctl.Tree, log logrus.FieldLogger) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newStatsCollector(fsys.Stats), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(newStatsCollector(tree.Stats), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
 	orgfs "github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/fs/ctl"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/logging"
 	"github.com/orgfs/orgfs/internal/units"
@@ -192,12 +193,12 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	server, fsys, err := mountTree(dir, st, client, o, log)
+	server, fsys, tree, err := mountTree(dir, st, client, o, log)
 	if err != nil {
 		return err
 	}
 	if o.MetricsAddr != "" {
-		stop, err := serveMetrics(o.MetricsAddr, fsys, log)
+		stop, err := serveMetrics(o.MetricsAddr, tree, log)
 		if err != nil {
 			server.Unmount()
 			return fmt.Errorf("--metrics-addr %s: %w", o.MetricsAddr, err)
@@ -208,7 +209,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	log.WithField("mountpoint", dir).WithField("cache", cacheDir).Info("mounted")
 	daemonChild(nil)
 	sdNotify("READY=1\nSTATUS=mounted at " + dir)
-	if err := serve(server, dir, st, fsys, sigs, log); err != nil {
+	if err := serve(server, dir, st, tree, sigs, log); err != nil {
 		return err
 	}
 	fsys.DeleteUnlinked()
@@ -349,14 +350,15 @@ func drainUploads(staging *cache.Staging, o mountOptions, log logrus.FieldLogger
 }
 
 // mountTree builds the tree over the stores and mounts it at dir.
-func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, log logrus.FieldLogger) (*fuse.Server, *orgfs.FS, error) {
-	fsys := orgfs.New(orgfs.Deps{Store: st, Admin: client, Log: log},
-		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly, DirCacheTime: o.DirCacheTime})
-	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE})
+func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, log logrus.FieldLogger) (*fuse.Server, *orgfs.FS, *ctl.Tree, error) {
+	fsys := orgfs.New(orgfs.Deps{Store: st, Log: log},
+		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly})
+	tree := ctl.New(ctl.Deps{Mount: fsys, Store: st, Admin: client, Log: log}, ctl.Options{DirCacheTime: o.DirCacheTime})
+	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE, Ctl: tree.Root()})
 	if err != nil {
-		return nil, nil, fmt.Errorf("mounting %s: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("mounting %s: %w", dir, err)
 	}
-	return server, fsys, nil
+	return server, fsys, tree, nil
 }
 
 // statusEvery is how often systemd is told the upload queue (STATUS=).
@@ -366,7 +368,7 @@ var statusEvery = 5 * time.Second
 // listings and control values (as .ctl/refresh), SIGUSR1 logs the upload
 // queue and retries failed uploads (as .ctl/uploads), any other unmounts
 // (and, asked again while a detached mount is in use, ends).
-func serve(server *fuse.Server, dir string, st *cache.Store, fsys *orgfs.FS, sigs <-chan os.Signal, log logrus.FieldLogger) error {
+func serve(server *fuse.Server, dir string, st *cache.Store, tree *ctl.Tree, sigs <-chan os.Signal, log logrus.FieldLogger) error {
 	done := make(chan struct{})
 	go func() { server.Wait(); close(done) }()
 	detached := false
@@ -385,7 +387,7 @@ func serve(server *fuse.Server, dir string, st *cache.Store, fsys *orgfs.FS, sig
 		case s := <-sigs:
 			switch s {
 			case syscall.SIGHUP:
-				fsys.Refresh()
+				tree.Refresh()
 				log.Info("SIGHUP: cached listings and control values dropped")
 			case syscall.SIGUSR1:
 				logUploadQueue(st.Staging, log)

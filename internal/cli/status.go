@@ -19,7 +19,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	orgfs "github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/fs/ctl"
 	"github.com/orgfs/orgfs/internal/units"
 )
 
@@ -32,8 +32,8 @@ MOUNTPOINT, the only orgfs mount there is.`
 
 // status is what orgfs status shows: the stats and the queue.
 type status struct {
-	Stats   orgfs.Stats    `json:"stats"`
-	Uploads []orgfs.Upload `json:"uploads"`
+	Stats   ctl.Stats    `json:"stats"`
+	Uploads []ctl.Upload `json:"uploads"`
 }
 
 func readStatus(mnt string) (status, error) {
@@ -106,7 +106,7 @@ func printSummary(w io.Writer, mnt string, st status) {
 }
 
 // printQueue lists the files waiting to upload, a line each, with a bar.
-func printQueue(w io.Writer, ups []orgfs.Upload) {
+func printQueue(w io.Writer, ups []ctl.Upload) {
 	var size, done int64
 	for _, u := range ups {
 		if u.State == "uploaded" {
@@ -153,7 +153,7 @@ func showQueue(ctx context.Context, w io.Writer, mnt string, untilEmpty bool) er
 	tick := time.NewTicker(time.Second / 2)
 	defer tick.Stop()
 	for {
-		var ups []orgfs.Upload
+		var ups []ctl.Upload
 		if err := readCtl(mnt, "uploads.json", &ups); err != nil {
 			p.Shutdown()
 			return err

@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	orgfs "github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/fs/ctl"
 )
 
 const unmountSynopsis = ` MOUNTPOINT
@@ -35,7 +35,7 @@ func runUnmount(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	type outcome struct {
-		r   orgfs.Result
+		r   ctl.Result
 		err error
 	}
 	synced := make(chan outcome, 1)

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/orgfs/orgfs/api"
-	orgfs "github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/fs/ctl"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 	"github.com/orgfs/orgfs/internal/testkit"
@@ -56,7 +56,7 @@ func TestSyncStatusUnmount(t *testing.T) {
 	}
 	code, out = orgfsCmd(t, "status", "--json", dir)
 	var st struct {
-		Uploads []orgfs.Upload `json:"uploads"`
+		Uploads []ctl.Upload `json:"uploads"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Uploads) != 2 {
 		t.Fatalf("status --json: %d %s", code, out)

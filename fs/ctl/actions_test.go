@@ -1,4 +1,4 @@
-package fs
+package ctl
 
 // Tests of the actions of .ctl: computers, images, balances, links, and
 // every refusal, each checked against the service through the API client.
@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 func TestCtlComputerLife(t *testing.T) {
 	e := ctlEnv(t, envOptions{})
-	fx := e.emu.Fixtures(e.org)
+	fx := e.Emu.Fixtures(e.Org)
 	id := fmt.Sprint(fx.StoppedMachine)
 	m := func(f string) []string { return []string{"machines", id, f} }
 
@@ -31,7 +32,7 @@ func TestCtlComputerLife(t *testing.T) {
 		e.refused(syscall.EINVAL, bad, m("assign")...)
 	}
 	e.refused(syscall.EINVAL, "ten\n", m("access")...)
-	if n := e.requests("POST /usage/assign") + e.requests("POST /machines/{id}/start"); n != 0 {
+	if n := e.Requests("POST /usage/assign") + e.Requests("POST /machines/{id}/start"); n != 0 {
 		t.Fatalf("refused writes sent %d requests", n)
 	}
 
@@ -61,7 +62,7 @@ func TestCtlComputerLife(t *testing.T) {
 	}
 
 	// live/ browses the running computer as list-content shows it.
-	want, err := e.client.ListContent(t.Context(), fx.StoppedMachine, `C:\Users`)
+	want, err := e.Client.ListContent(t.Context(), fx.StoppedMachine, `C:\Users`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestCtlComputerLife(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	if got := listNames(t, e.ctl("machines", id, "live", "C:", "Users")); !slices.Equal(got, names) {
+	if got := fstest.ListNames(t, e.ctl("machines", id, "live", "C:", "Users")); !slices.Equal(got, names) {
 		t.Errorf("live/C:/Users lists %v, service %v", got, names)
 	}
 	if st, err := os.Stat(e.ctl("machines", id, "live", "C:", "Windows")); err != nil || !st.IsDir() {
@@ -125,40 +126,40 @@ func TestCtlComputerLife(t *testing.T) {
 }
 
 func (e *testEnv) teamMinutes() int64 {
-	e.t.Helper()
-	u, err := e.client.Usage(e.t.Context())
+	e.T.Helper()
+	u, err := e.Client.Usage(e.T.Context())
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return u.UsageMinutes
 }
 
 // countLogs counts today's records of an action on a computer, on the service.
 func (e *testEnv) countLogs(action string, machine int64) int {
-	e.t.Helper()
-	now := e.emu.Now()
-	ls, err := e.client.UserActionLogs(e.t.Context(), api.LogsRequest{Start: now.Add(-time.Hour), End: now.Add(time.Minute), ActionType: action, MachineID: machine})
+	e.T.Helper()
+	now := e.Emu.Now()
+	ls, err := e.Client.UserActionLogs(e.T.Context(), api.LogsRequest{Start: now.Add(-time.Hour), End: now.Add(time.Minute), ActionType: action, MachineID: machine})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return len(ls.Logs)
 }
 
 func TestCtlImageLife(t *testing.T) {
-	e := ctlEnv(t, envOptions{emu: emulatorSteps(1500 * time.Millisecond)})
-	fx := e.emu.Fixtures(e.org)
+	e := ctlEnv(t, envOptions{Emu: emulatorSteps(1500 * time.Millisecond)})
+	fx := e.Emu.Fixtures(e.Org)
 
 	// A name over 30 characters, wrong types, bad JSON: EINVAL, no request.
 	e.refused(syscall.EINVAL, `{"name": "0123456789012345678901234567890"}`+"\n", "images", "install")
 	e.refused(syscall.EINVAL, `{"machine_id": "12"}`+"\n", "images", "new")
 	e.refused(syscall.EINVAL, `{"machine_id": 12, "colour": "red"}`+"\n", "images", "new")
 	e.refused(syscall.EINVAL, `{"machine_id": 12,,}`+"\n", "images", "new")
-	if n := e.requests("POST /images") + e.requests("POST /images/install"); n != 0 {
+	if n := e.Requests("POST /images") + e.Requests("POST /images/install"); n != 0 {
 		t.Fatalf("refused writes sent %d requests", n)
 	}
 
 	// install → pending → building (delete refused) → available.
-	sw, _ := e.client.Software(t.Context())
+	sw, _ := e.Client.Software(t.Context())
 	body := fmt.Sprintf(`{"name": "orgfs ctl test", "software_ids": [%d], "base_image_id": %d}`, sw.Software[0].ID, sw.BaseImages[0].ID)
 	e.mustWrite(body, "images", "install")
 	r := e.result("images")
@@ -194,11 +195,11 @@ func TestCtlImageLife(t *testing.T) {
 	if r := e.result("images"); !r.OK || !strings.Contains(r.Action, "image delete "+id) {
 		t.Errorf("images/result after the delete: %+v", r)
 	}
-	if _, err := e.client.GetImage(t.Context(), img); !api.IsNotFound(err) {
+	if _, err := e.Client.GetImage(t.Context(), img); !api.IsNotFound(err) {
 		t.Errorf("the image is still on the service: %v", err)
 	}
 	if _, err := os.Stat(e.ctl("images", id)); !os.IsNotExist(err) {
-		t.Errorf("images/%s still shows: %v; images/ lists %v", id, err, listNames(t, e.ctl("images")))
+		t.Errorf("images/%s still shows: %v; images/ lists %v", id, err, fstest.ListNames(t, e.ctl("images")))
 	}
 
 	// An image from a stopped computer.
@@ -216,7 +217,7 @@ func emulatorSteps(d time.Duration) (o emulator.Options) {
 
 func TestCtlOtherOrganizationsIDs(t *testing.T) {
 	e := ctlEnv(t, envOptions{})
-	other := e.emu.Fixtures("org-b")
+	other := e.Emu.Fixtures("org-b")
 	for _, p := range [][]string{
 		{"machines", fmt.Sprint(other.RunningMachine)},
 		{"images", fmt.Sprint(other.AvailableImage)},
@@ -230,7 +231,7 @@ func TestCtlOtherOrganizationsIDs(t *testing.T) {
 
 func TestCtlWritesSplitAndClose(t *testing.T) {
 	e := ctlEnv(t, envOptions{})
-	fx := e.emu.Fixtures(e.org)
+	fx := e.Emu.Fixtures(e.Org)
 	// A JSON body in two writes is one action, run when it is complete.
 	f, err := os.OpenFile(e.ctl("images", "new"), os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
@@ -239,7 +240,7 @@ func TestCtlWritesSplitAndClose(t *testing.T) {
 	if _, err := f.WriteString(`{"machine_id": `); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.requests("POST /images"); n != 0 {
+	if n := e.Requests("POST /images"); n != 0 {
 		t.Fatalf("half a body acted (%d requests)", n)
 	}
 	if _, err := fmt.Fprintf(f, `%d, "name": "split"}`, fx.StoppedMachine); err != nil {
@@ -248,7 +249,7 @@ func TestCtlWritesSplitAndClose(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.requests("POST /images"); n != 1 {
+	if n := e.Requests("POST /images"); n != 1 {
 		t.Errorf("one body made %d requests", n)
 	}
 	// A body cut short is refused at close, and said in result.

@@ -1,4 +1,6 @@
-package fs
+package ctl
+
+// Fuzzing of every control file's parser (results.go's action.parse).
 
 import (
 	"encoding/json"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
@@ -27,17 +30,18 @@ func FuzzCtlInput(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	fsys := New(Deps{Store: &cache.Store{}, Log: testkit.Quiet()}, Options{})
-	actions := []*ctlAction{
-		fsys.powerAction(1), fsys.resetAction(1), fsys.minutesAction(1, "assign"), fsys.accessAction(1),
-		fsys.machineTypeAction(1), fsys.newImageAction(), fsys.installImageAction(), fsys.assignImageAction(1),
-		fsys.deleteImageAction(1), fsys.seatsAction(), fsys.uploadsAction(), fsys.downloadEntryAction(1),
+	// The service is never asked: only the parsers run.
+	tree := New(Deps{Store: &cache.Store{}, Admin: (*api.Client)(nil), Log: testkit.Quiet()}, Options{})
+	actions := []*action{
+		tree.powerAction(1), tree.resetAction(1), tree.minutesAction(1, "assign"), tree.accessAction(1),
+		tree.machineTypeAction(1), tree.newImageAction(), tree.installImageAction(), tree.assignImageAction(1),
+		tree.deleteImageAction(1), tree.seatsAction(), tree.uploadsAction(), tree.downloadEntryAction(1),
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		for _, a := range actions {
 			r, err := a.parse(in)
 			if err != nil {
-				var ce *ctlError
+				var ce *refusal
 				if !errors.As(err, &ce) || ce.msg == "" || (ce.errno != syscall.EINVAL && ce.errno != syscall.EROFS) {
 					t.Fatalf("%s refused %q with %v (%T): want EINVAL and a reason", a.name, in, err, err)
 				}

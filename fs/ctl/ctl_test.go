@@ -1,7 +1,8 @@
-package fs
+package ctl
 
 // Tests of .ctl: every file read and every action written, checked against
-// the service through the API client (never through the mount).
+// the service through the API client (never through the mount); and the
+// test env, a mount with .ctl (package fstest's, the control tree added).
 
 import (
 	"encoding/json"
@@ -16,42 +17,59 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
+// testEnv is an emulator with a mount of one of its organizations, .ctl
+// included.
+type testEnv struct {
+	*fstest.Env
+}
+
+// envOptions shape a testEnv.
+type envOptions = fstest.Options
+
 // ctlEnv is a mount of the demo organization with fast state machines.
 func ctlEnv(t *testing.T, o envOptions) *testEnv {
 	t.Helper()
-	o.seed = emulator.SeedDemo
-	if o.emu.StepDelay == 0 {
-		o.emu.StepDelay = 150 * time.Millisecond
+	o.Seed = emulator.SeedDemo
+	if o.Emu.StepDelay == 0 {
+		o.Emu.StepDelay = 150 * time.Millisecond
 	}
-	return newEnv(t, o)
+	return &testEnv{fstest.Start(t, o, func(env *fstest.Env, dir string) (*fuse.Server, error) {
+		mount := fs.New(fs.Deps{Store: env.Store, Log: env.Log},
+			fs.Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: env.Opts.ReadOnly})
+		tree := New(Deps{Mount: mount, Store: env.Store, Admin: env.Client, Log: env.Log}, Options{DirCacheTime: env.Opts.DirTTL})
+		return fs.Mount(dir, mount, fs.MountOptions{Ctl: tree.Root()})
+	})}
 }
 
-func (e *testEnv) ctl(parts ...string) string { return e.path(append([]string{".ctl"}, parts...)...) }
+func (e *testEnv) ctl(parts ...string) string { return e.Path(append([]string{".ctl"}, parts...)...) }
 
 // read returns a control file's content.
 func (e *testEnv) read(parts ...string) string {
-	e.t.Helper()
+	e.T.Helper()
 	b, err := os.ReadFile(e.ctl(parts...))
 	if err != nil {
-		e.t.Fatalf("reading .ctl/%s: %v", strings.Join(parts, "/"), err)
+		e.T.Fatalf("reading .ctl/%s: %v", strings.Join(parts, "/"), err)
 	}
 	return string(b)
 }
 
 // readJSON decodes a control file.
 func (e *testEnv) readJSON(v any, parts ...string) {
-	e.t.Helper()
+	e.T.Helper()
 	s := e.read(parts...)
 	if !strings.HasSuffix(s, "\n") {
-		e.t.Errorf(".ctl/%s does not end in a newline", strings.Join(parts, "/"))
+		e.T.Errorf(".ctl/%s does not end in a newline", strings.Join(parts, "/"))
 	}
 	if err := json.Unmarshal([]byte(s), v); err != nil {
-		e.t.Fatalf(".ctl/%s is not JSON: %v\n%s", strings.Join(parts, "/"), err, s)
+		e.T.Fatalf(".ctl/%s is not JSON: %v\n%s", strings.Join(parts, "/"), err, s)
 	}
 }
 
@@ -69,16 +87,16 @@ func (e *testEnv) write(s string, parts ...string) error {
 
 // mustWrite writes and fails the test on error, with the folder's result.
 func (e *testEnv) mustWrite(s string, parts ...string) {
-	e.t.Helper()
+	e.T.Helper()
 	if err := e.write(s, parts...); err != nil {
 		dir := parts[:len(parts)-1]
-		e.t.Fatalf("writing %q to .ctl/%s: %v; result: %s", s, strings.Join(parts, "/"), err, e.read(append(dir, "result")...))
+		e.T.Fatalf("writing %q to .ctl/%s: %v; result: %s", s, strings.Join(parts, "/"), err, e.read(append(dir, "result")...))
 	}
 }
 
 // result reads a folder's result.
 func (e *testEnv) result(dir ...string) Result {
-	e.t.Helper()
+	e.T.Helper()
 	var r Result
 	e.readJSON(&r, append(dir, "result")...)
 	return r
@@ -87,19 +105,19 @@ func (e *testEnv) result(dir ...string) Result {
 // refused checks that writing s fails with want, says why in the folder's
 // result and, for bad input, sends no request that could act.
 func (e *testEnv) refused(want syscall.Errno, s string, parts ...string) Result {
-	e.t.Helper()
+	e.T.Helper()
 	before := e.actingRequests()
 	err := e.write(s, parts...)
 	if !errors.Is(err, want) {
-		e.t.Fatalf("writing %q to .ctl/%s: %v, want %v", s, strings.Join(parts, "/"), err, want)
+		e.T.Fatalf("writing %q to .ctl/%s: %v, want %v", s, strings.Join(parts, "/"), err, want)
 	}
 	r := e.result(parts[:len(parts)-1]...)
 	if r.OK || r.Errno != errnoName(want) || r.Message == "" {
-		e.t.Errorf("result after %q: %+v, want errno %s and a reason", s, r, errnoName(want))
+		e.T.Errorf("result after %q: %+v, want errno %s and a reason", s, r, errnoName(want))
 	}
 	if want == syscall.EINVAL {
 		if n := e.actingRequests() - before; n != 0 {
-			e.t.Errorf("refusing %q sent %d requests", s, n)
+			e.T.Errorf("refusing %q sent %d requests", s, n)
 		}
 	}
 	return r
@@ -108,7 +126,7 @@ func (e *testEnv) refused(want syscall.Errno, s string, parts ...string) Result 
 // actingRequests counts the requests answered that are not reads.
 func (e *testEnv) actingRequests() int64 {
 	var n int64
-	for route, c := range e.emu.Stats().Requests {
+	for route, c := range e.Emu.Stats().Requests {
 		if !strings.HasPrefix(route, "GET ") && route != "POST /machines/{id}/list-content" {
 			n += c
 		}
@@ -118,24 +136,24 @@ func (e *testEnv) actingRequests() int64 {
 
 // seat returns computer id as the service has it now.
 func (e *testEnv) seat(id int64) api.Seat {
-	e.t.Helper()
-	seats, err := api.Collect(e.client.Seats(e.t.Context(), ""))
+	e.T.Helper()
+	seats, err := api.Collect(e.Client.Seats(e.T.Context(), ""))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for _, s := range seats {
 		if s.ID == id {
 			return s
 		}
 	}
-	e.t.Fatalf("no computer %d on the service", id)
+	e.T.Fatalf("no computer %d on the service", id)
 	return api.Seat{}
 }
 
 // waitStatus waits until .ctl/machines/<id>/status reads want.
 func (e *testEnv) waitStatus(id int64, want string) {
-	e.t.Helper()
-	testkit.WaitFor(e.t, 30*time.Second, fmt.Sprintf("computer %d %s", id, want), func() bool {
+	e.T.Helper()
+	testkit.WaitFor(e.T, 30*time.Second, fmt.Sprintf("computer %d %s", id, want), func() bool {
 		return e.read("machines", fmt.Sprint(id), "status") == want+"\n"
 	})
 }
@@ -143,24 +161,24 @@ func (e *testEnv) waitStatus(id int64, want string) {
 // serviceState is what reading must never change: the action log, every
 // computer, image and balance.
 func (e *testEnv) serviceState() string {
-	e.t.Helper()
-	ctx := e.t.Context()
-	now := e.emu.Now()
-	logs, err := e.client.UserActionLogs(ctx, api.LogsRequest{Start: now.Add(-31 * 24 * time.Hour), End: now.Add(time.Hour)})
+	e.T.Helper()
+	ctx := e.T.Context()
+	now := e.Emu.Now()
+	logs, err := e.Client.UserActionLogs(ctx, api.LogsRequest{Start: now.Add(-31 * 24 * time.Hour), End: now.Add(time.Hour)})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	seats, err := api.Collect(e.client.Seats(ctx, ""))
+	seats, err := api.Collect(e.Client.Seats(ctx, ""))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	images, err := api.Collect(e.client.Images(ctx, ""))
+	images, err := api.Collect(e.Client.Images(ctx, ""))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	usage, err := e.client.Usage(ctx)
+	usage, err := e.Client.Usage(ctx)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	b, _ := json.Marshal([]any{logs.Logs, seats, images, usage})
 	return string(b)
@@ -168,12 +186,12 @@ func (e *testEnv) serviceState() string {
 
 func TestCtlReadingChangesNothing(t *testing.T) {
 	e := ctlEnv(t, envOptions{})
-	fx := e.emu.Fixtures(e.org)
+	fx := e.Emu.Fixtures(e.Org)
 	before := e.serviceState()
 	p0 := e.actingRequests()
 	for round := range 2 {
 		cmd := exec.Command("find", ".ctl", "-type", "f", "-exec", "cat", "{}", "+")
-		cmd.Dir = e.dir
+		cmd.Dir = e.Dir
 		data, _ := cmd.Output() // live/ of stopped computers is EBUSY: find reports it and goes on
 		if len(data) < 10000 {
 			t.Fatalf("round %d: find | cat read %d bytes", round, len(data))
@@ -191,7 +209,7 @@ func TestCtlReadingChangesNothing(t *testing.T) {
 		t.Errorf("reading sent %d requests that are not reads", n)
 	}
 	// The running computer's live/ was walked.
-	if e.requests("POST /machines/{id}/list-content") == 0 {
+	if e.Requests("POST /machines/{id}/list-content") == 0 {
 		t.Errorf("find did not walk live/ of the running computer %d", fx.RunningMachine)
 	}
 }
@@ -199,11 +217,11 @@ func TestCtlReadingChangesNothing(t *testing.T) {
 func TestCtlFilesShowTheService(t *testing.T) {
 	e := ctlEnv(t, envOptions{})
 	ctx := t.Context()
-	fx := e.emu.Fixtures(e.org)
+	fx := e.Emu.Fixtures(e.Org)
 
 	var usage api.AccountUsage
 	e.readJSON(&usage, "usage")
-	want, err := e.client.Usage(ctx)
+	want, err := e.Client.Usage(ctx)
 	if err != nil || usage != *want {
 		t.Errorf("usage: %+v, service %+v (%v)", usage, want, err)
 	}
@@ -213,15 +231,15 @@ func TestCtlFilesShowTheService(t *testing.T) {
 	}
 	var sw api.SoftwareCatalog
 	e.readJSON(&sw, "software")
-	wsw, _ := e.client.Software(ctx)
+	wsw, _ := e.Client.Software(ctx)
 	if len(sw.Software) != len(wsw.Software) || len(sw.BaseImages) != len(wsw.BaseImages) || len(sw.Software) == 0 {
 		t.Errorf("software: %d software, %d base images; service %d, %d", len(sw.Software), len(sw.BaseImages), len(wsw.Software), len(wsw.BaseImages))
 	}
 
-	seats, _ := api.Collect(e.client.Seats(ctx, ""))
+	seats, _ := api.Collect(e.Client.Seats(ctx, ""))
 	var shown []api.Seat
 	e.readJSON(&shown, "seats")
-	names := listNames(t, e.ctl("machines"))
+	names := fstest.ListNames(t, e.ctl("machines"))
 	var ids []string
 	for i, s := range seats {
 		ids = append(ids, fmt.Sprint(s.ID))
@@ -247,13 +265,13 @@ func TestCtlFilesShowTheService(t *testing.T) {
 	}
 	var mu api.MachineUsage
 	e.readJSON(&mu, "machines", run, "usage")
-	wmu, _ := e.client.MachineUsage(ctx, fx.RunningMachine)
+	wmu, _ := e.Client.MachineUsage(ctx, fx.RunningMachine)
 	if mu != *wmu {
 		t.Errorf("machine usage %+v, service %+v", mu, wmu)
 	}
 	var types []api.MachineType
 	e.readJSON(&types, "machines", run, "machine-types")
-	wtypes, _ := e.client.MachineTypes(ctx, fx.RunningMachine)
+	wtypes, _ := e.Client.MachineTypes(ctx, fx.RunningMachine)
 	if len(types) == 0 || len(types) != len(wtypes) || types[0].ID != wtypes[0].ID {
 		t.Errorf("machine-types %+v, service %+v", types, wtypes)
 	}
@@ -267,7 +285,7 @@ func TestCtlFilesShowTheService(t *testing.T) {
 	im := fmt.Sprint(fx.BuildingImage)
 	var image api.Image
 	e.readJSON(&image, "images", im, "info")
-	wim, _ := e.client.GetImage(ctx, fx.BuildingImage)
+	wim, _ := e.Client.GetImage(ctx, fx.BuildingImage)
 	if image.ID != wim.ID || image.Status != wim.Status || image.Name != wim.Name {
 		t.Errorf("image %s: %+v, service %+v", im, image, wim)
 	}
@@ -281,8 +299,8 @@ func TestCtlFilesShowTheService(t *testing.T) {
 
 // checkLogs compares today's log files with the service's records.
 func checkLogs(e *testEnv) {
-	t := e.t
-	days := listNames(t, e.ctl("logs"))
+	t := e.T
+	days := fstest.ListNames(t, e.ctl("logs"))
 	if len(days) != logDays+3 {
 		t.Errorf("logs/ has %d entries, want %d days and 3 filter folders: %v", len(days), logDays, days)
 	}
@@ -291,7 +309,7 @@ func checkLogs(e *testEnv) {
 	var total int
 	for i := range 3 {
 		d := day.AddDate(0, 0, -i)
-		want, err := e.client.UserActionLogs(t.Context(), api.LogsRequest{Start: d, End: d.Add(24*time.Hour - time.Millisecond)})
+		want, err := e.Client.UserActionLogs(t.Context(), api.LogsRequest{Start: d, End: d.Add(24*time.Hour - time.Millisecond)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +331,7 @@ func checkLogs(e *testEnv) {
 	if total == 0 {
 		t.Errorf("no log record in the last three days")
 	}
-	fx := e.emu.Fixtures(e.org)
+	fx := e.Emu.Fixtures(e.Org)
 	for d := range 3 {
 		name := day.AddDate(0, 0, -d).Format(dayFormat) + ".jsonl"
 		for _, l := range strings.Split(strings.TrimSpace(e.read("logs", "by-machine", fmt.Sprint(fx.RunningMachine), name)), "\n") {

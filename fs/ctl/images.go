@@ -1,8 +1,8 @@
-package fs
+package ctl
 
 // .ctl/images/: the organization's images, and the making of new ones.
 //
-// Locks: none of its own (see ctl.go).
+// Locks: none of its own (see doc.go).
 
 import (
 	"context"
@@ -12,15 +12,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/fs"
 )
 
 // maxImageName is the longest image name the service takes, in characters.
 const maxImageName = 30
 
 // images is every image, every page, kept like listings.
-func (f *FS) images(ctx context.Context) ([]api.Image, error) {
-	return memoGet(ctx, f.ctl.memo, "images", func(ctx context.Context) (imagesInMotion, error) {
-		ims, err := api.Collect(f.Admin.Images(ctx, ""))
+func (t *Tree) images(ctx context.Context) ([]api.Image, error) {
+	return memoGet(ctx, t.memo, "images", func(ctx context.Context) (imagesInMotion, error) {
+		ims, err := api.Collect(t.admin.Images(ctx, ""))
 		if ims == nil && err == nil {
 			ims = []api.Image{}
 		}
@@ -41,8 +42,8 @@ func (l imagesInMotion) moving() bool {
 }
 
 // image returns image id from the list (ENOENT when it is not there).
-func (f *FS) image(ctx context.Context, id int64) (*api.Image, error) {
-	ims, err := f.images(ctx)
+func (t *Tree) image(ctx context.Context, id int64) (*api.Image, error) {
+	ims, err := t.images(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -55,35 +56,35 @@ func (f *FS) image(ctx context.Context, id int64) (*api.Image, error) {
 }
 
 // imagesList is .ctl/images/: a folder per image, new, install, result.
-func (f *FS) imagesList(ctx context.Context) ([]ctlEntry, error) {
-	const dir = ctlName + "/images"
-	ims, err := f.images(ctx)
+func (t *Tree) imagesList(ctx context.Context) ([]entry, error) {
+	const dir = fs.CtlName + "/images"
+	ims, err := t.images(ctx)
 	if err != nil {
 		return nil, err
 	}
-	es := make([]ctlEntry, 0, len(ims)+3)
+	es := make([]entry, 0, len(ims)+3)
 	for _, im := range ims {
-		es = append(es, f.imageEntry(im.ID))
+		es = append(es, t.imageEntry(im.ID))
 	}
 	return append(es,
-		f.ctlFileEntry(dir, "new", 0o200, nil, f.newImageAction()),
-		f.ctlFileEntry(dir, "install", 0o200, nil, f.installImageAction()),
-		f.ctlResultEntry(dir),
+		t.fileEntry(dir, "new", 0o200, nil, t.newImageAction()),
+		t.fileEntry(dir, "install", 0o200, nil, t.installImageAction()),
+		t.resultEntry(dir),
 	), nil
 }
 
 // imageEntry is .ctl/images/<id>/.
-func (f *FS) imageEntry(id int64) ctlEntry {
+func (t *Tree) imageEntry(id int64) entry {
 	sid := strconv.FormatInt(id, 10)
-	dir := ctlName + "/images/" + sid
-	es := []ctlEntry{
-		f.ctlLiveEntry(dir, "info", 0o444, jsonRead(func(ctx context.Context) (*api.Image, error) { return f.image(ctx, id) }), nil),
-		f.ctlFileEntry(dir, "assign", 0o200, nil, f.assignImageAction(id)),
-		f.ctlFileEntry(dir, "delete", 0o200, nil, f.deleteImageAction(id)),
-		f.ctlResultEntry(dir),
+	dir := fs.CtlName + "/images/" + sid
+	es := []entry{
+		t.volatileEntry(dir, "info", 0o444, jsonRead(func(ctx context.Context) (*api.Image, error) { return t.image(ctx, id) }), nil),
+		t.fileEntry(dir, "assign", 0o200, nil, t.assignImageAction(id)),
+		t.fileEntry(dir, "delete", 0o200, nil, t.deleteImageAction(id)),
+		t.resultEntry(dir),
 	}
-	return f.ctlDirEntry(ctlName+"/images", sid, func(ctx context.Context) ([]ctlEntry, error) {
-		if _, err := f.image(ctx, id); err != nil {
+	return t.dirEntry(fs.CtlName+"/images", sid, func(ctx context.Context) ([]entry, error) {
+		if _, err := t.image(ctx, id); err != nil {
 			return nil, err
 		}
 		return es, nil
@@ -99,54 +100,54 @@ func checkImageName(name string) error {
 }
 
 // newImageAction is images/new: {"machine_id": N, "name": "..."}.
-func (f *FS) newImageAction() *ctlAction {
-	return &ctlAction{name: "images new", json: true, parse: func(in string) (ctlRun, error) {
+func (t *Tree) newImageAction() *action {
+	return &action{name: "images new", json: true, parse: func(in string) (step, error) {
 		var req struct {
 			MachineID *int64 `json:"machine_id"`
 			Name      string `json:"name"`
 		}
 		if err := strictJSON(in, &req); err != nil {
-			return ctlRun{}, err
+			return step{}, err
 		}
 		if req.MachineID == nil || *req.MachineID <= 0 {
-			return ctlRun{}, refuse(syscall.EINVAL, "machine_id (a computer id) is required")
+			return step{}, refuse(syscall.EINVAL, "machine_id (a computer id) is required")
 		}
 		if err := checkImageName(req.Name); err != nil {
-			return ctlRun{}, err
+			return step{}, err
 		}
-		return ctlRun{what: "from computer " + strconv.FormatInt(*req.MachineID, 10), run: func(ctx context.Context) (any, error) {
-			defer f.changed()
-			return f.Admin.CreateImage(ctx, *req.MachineID, req.Name)
+		return step{what: "from computer " + strconv.FormatInt(*req.MachineID, 10), run: func(ctx context.Context) (any, error) {
+			defer t.changed()
+			return t.admin.CreateImage(ctx, *req.MachineID, req.Name)
 		}}, nil
 	}}
 }
 
 // installImageAction is images/install: {"name", "software_ids", "base_image_id"}.
-func (f *FS) installImageAction() *ctlAction {
-	return &ctlAction{name: "images install", json: true, parse: func(in string) (ctlRun, error) {
+func (t *Tree) installImageAction() *action {
+	return &action{name: "images install", json: true, parse: func(in string) (step, error) {
 		var req struct {
 			Name        string  `json:"name"`
 			SoftwareIDs []int64 `json:"software_ids"`
 			BaseImageID int64   `json:"base_image_id"`
 		}
 		if err := strictJSON(in, &req); err != nil {
-			return ctlRun{}, err
+			return step{}, err
 		}
 		if err := checkImageName(req.Name); err != nil {
-			return ctlRun{}, err
+			return step{}, err
 		}
 		if req.BaseImageID < 0 {
-			return ctlRun{}, refuse(syscall.EINVAL, "base_image_id must be an id from software")
+			return step{}, refuse(syscall.EINVAL, "base_image_id must be an id from software")
 		}
 		for _, id := range req.SoftwareIDs {
 			if id <= 0 {
-				return ctlRun{}, refuse(syscall.EINVAL, "software_ids must be ids from software, not %d", id)
+				return step{}, refuse(syscall.EINVAL, "software_ids must be ids from software, not %d", id)
 			}
 		}
 		what := strings.TrimSpace("named " + strconv.Quote(req.Name))
-		return ctlRun{what: what, run: func(ctx context.Context) (any, error) {
-			defer f.changed()
-			return f.Admin.InstallImage(ctx, api.InstallImageRequest{Name: req.Name, SoftwareIDs: req.SoftwareIDs, BaseImageID: req.BaseImageID})
+		return step{what: what, run: func(ctx context.Context) (any, error) {
+			defer t.changed()
+			return t.admin.InstallImage(ctx, api.InstallImageRequest{Name: req.Name, SoftwareIDs: req.SoftwareIDs, BaseImageID: req.BaseImageID})
 		}}, nil
 	}}
 }
@@ -169,29 +170,29 @@ func parseIDs(in string) ([]int64, error) {
 }
 
 // assignImageAction is images/<id>/assign: computer ids.
-func (f *FS) assignImageAction(id int64) *ctlAction {
-	return &ctlAction{name: "image assign", also: ctlName + "/images", parse: func(in string) (ctlRun, error) {
+func (t *Tree) assignImageAction(id int64) *action {
+	return &action{name: "image assign", also: fs.CtlName + "/images", parse: func(in string) (step, error) {
 		ids, err := parseIDs(in)
 		if err != nil {
-			return ctlRun{}, err
+			return step{}, err
 		}
 		what := strconv.FormatInt(id, 10) + " to computers " + strings.Join(strings.Fields(strings.ReplaceAll(in, ",", " ")), ",")
-		return ctlRun{what: what, run: func(ctx context.Context) (any, error) {
-			defer f.changed()
-			return nil, f.Admin.AssignImage(ctx, id, ids)
+		return step{what: what, run: func(ctx context.Context) (any, error) {
+			defer t.changed()
+			return nil, t.admin.AssignImage(ctx, id, ids)
 		}}, nil
 	}}
 }
 
 // deleteImageAction is images/<id>/delete: the word delete.
-func (f *FS) deleteImageAction(id int64) *ctlAction {
-	return &ctlAction{name: "image delete", also: ctlName + "/images", ends: true, parse: func(in string) (ctlRun, error) {
+func (t *Tree) deleteImageAction(id int64) *action {
+	return &action{name: "image delete", also: fs.CtlName + "/images", ends: true, parse: func(in string) (step, error) {
 		if in != "delete" {
-			return ctlRun{}, refuse(syscall.EINVAL, "write the word delete to delete image %d", id)
+			return step{}, refuse(syscall.EINVAL, "write the word delete to delete image %d", id)
 		}
-		return ctlRun{what: strconv.FormatInt(id, 10), run: func(ctx context.Context) (any, error) {
-			defer f.changed()
-			return nil, f.Admin.DeleteImage(ctx, id)
+		return step{what: strconv.FormatInt(id, 10), run: func(ctx context.Context) (any, error) {
+			defer t.changed()
+			return nil, t.admin.DeleteImage(ctx, id)
 		}}, nil
 	}}
 }

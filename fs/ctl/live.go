@@ -1,9 +1,9 @@
-package fs
+package ctl
 
 // .ctl/machines/<id>/live/ (a running computer's file system, read-only) and
 // .ctl/machines/<id>/tasks/<task-id>.zip (a task's bundle, streamed).
 //
-// Locks: ctlStream.mu guards the stream's state; it is held across a read
+// Locks: streamHandle.mu guards the stream's state; it is held across a read
 // of the ZIP (reads of one open file are sequential anyway).
 
 import (
@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -23,44 +24,44 @@ import (
 
 // liveEntry is machines/<id>/live/: its drives (C: is listed; any other
 // drive letter answers when named).
-func (f *FS) liveEntry(dir string, id int64) ctlEntry {
+func (t *Tree) liveEntry(dir string, id int64) entry {
 	live := dir + "/live"
-	return f.ctlDirEntry(dir, "live", func(ctx context.Context) ([]ctlEntry, error) {
-		if _, err := f.liveList(ctx, dir, id, `C:\`); err != nil {
+	return t.dirEntry(dir, "live", func(ctx context.Context) ([]entry, error) {
+		if _, err := t.liveList(ctx, dir, id, `C:\`); err != nil {
 			return nil, err
 		}
-		return []ctlEntry{f.liveDir(live, dir, id, "C:", `C:\`)}, nil
-	}, func(ctx context.Context, name string) (*ctlEntry, error) {
+		return []entry{t.liveDir(live, dir, id, "C:", `C:\`)}, nil
+	}, func(ctx context.Context, name string) (*entry, error) {
 		if len(name) != 2 || name[1] != ':' || !('A' <= name[0] && name[0] <= 'Z') {
 			return nil, nil
 		}
-		if _, err := f.liveList(ctx, dir, id, name+`\`); err != nil {
+		if _, err := t.liveList(ctx, dir, id, name+`\`); err != nil {
 			return nil, err
 		}
-		e := f.liveDir(live, dir, id, name, name+`\`)
+		e := t.liveDir(live, dir, id, name, name+`\`)
 		return &e, nil
 	})
 }
 
 // liveDir is a folder of a running computer at winPath.
-func (f *FS) liveDir(parent, machineDir string, id int64, name, winPath string) ctlEntry {
+func (t *Tree) liveDir(parent, machineDir string, id int64, name, winPath string) entry {
 	here := parent + "/" + name
-	return f.ctlDirEntry(parent, name, func(ctx context.Context) ([]ctlEntry, error) {
-		entries, err := f.liveList(ctx, machineDir, id, winPath)
+	return t.dirEntry(parent, name, func(ctx context.Context) ([]entry, error) {
+		entries, err := t.liveList(ctx, machineDir, id, winPath)
 		if err != nil {
 			return nil, err
 		}
-		es := make([]ctlEntry, 0, len(entries))
+		es := make([]entry, 0, len(entries))
 		for _, e := range entries {
 			if e.Name == "" || strings.ContainsAny(e.Name, "/\x00") || e.Name == "." || e.Name == ".." {
 				continue
 			}
 			child := strings.TrimSuffix(winPath, `\`) + `\` + e.Name
 			if e.IsDirectory {
-				es = append(es, f.liveDir(here, machineDir, id, e.Name, child))
+				es = append(es, t.liveDir(here, machineDir, id, e.Name, child))
 				continue
 			}
-			es = append(es, f.ctlFileEntry(here, e.Name, 0o444, func(context.Context) ([]byte, error) {
+			es = append(es, t.fileEntry(here, e.Name, 0o444, func(context.Context) ([]byte, error) {
 				return nil, refuse(syscall.EACCES, "%s: the service lists a running computer's files but does not serve their content", child)
 			}, nil))
 		}
@@ -70,18 +71,18 @@ func (f *FS) liveDir(parent, machineDir string, id int64, name, winPath string) 
 
 // liveList lists winPath on computer id (list-content), kept like listings.
 // A computer that is not running is EBUSY, said in the machine's result.
-func (f *FS) liveList(ctx context.Context, machineDir string, id int64, winPath string) ([]api.ContentEntry, error) {
+func (t *Tree) liveList(ctx context.Context, machineDir string, id int64, winPath string) ([]api.ContentEntry, error) {
 	key := "live/" + strconv.FormatInt(id, 10) + "/" + strings.ToLower(winPath)
-	es, err := memoGet(ctx, f.ctl.memo, key, func(ctx context.Context) ([]api.ContentEntry, error) {
-		return f.Admin.ListContent(ctx, id, winPath)
+	es, err := memoGet(ctx, t.memo, key, func(ctx context.Context) ([]api.ContentEntry, error) {
+		return t.admin.ListContent(ctx, id, winPath)
 	})
 	if err == nil || !api.IsCode(err, api.CodeBadRequest) {
 		return es, err
 	}
 	// 400: the computer is not running, or the path does not exist.
-	if serr := f.wantState(ctx, id, api.SeatReady, "live/"); serr != nil {
-		res, _ := f.outcome("live "+winPath, serr)
-		f.ctl.folder(machineDir).record(res)
+	if serr := t.wantState(ctx, id, api.SeatReady, "live/"); serr != nil {
+		res, _ := t.outcome("live "+winPath, serr)
+		t.folder(machineDir).record(res)
 		return nil, serr
 	}
 	return nil, refuse(syscall.ENOENT, "%s: not on computer %d", winPath, id)
@@ -89,7 +90,7 @@ func (f *FS) liveList(ctx context.Context, machineDir string, id int64, winPath 
 
 // taskFind answers tasks/<task-id>.zip: a task of the computer (404 is
 // ENOENT), read as the ZIP of its bundle.
-func (f *FS) taskFind(ctx context.Context, dir string, id int64, name string) (*ctlEntry, error) {
+func (t *Tree) taskFind(ctx context.Context, dir string, id int64, name string) (*entry, error) {
 	num, ok := strings.CutSuffix(name, ".zip")
 	task, err := strconv.ParseInt(num, 10, 64)
 	if !ok || err != nil || task <= 0 || strconv.FormatInt(task, 10) != num {
@@ -97,37 +98,37 @@ func (f *FS) taskFind(ctx context.Context, dir string, id int64, name string) (*
 	}
 	// Listing the task's folders is how the service says the task is the
 	// computer's (404 otherwise); it changes nothing.
-	for _, err := range f.Admin.MachineFiles(ctx, id, api.ListFilesRequest{TaskID: task}).All() {
+	for _, err := range t.admin.MachineFiles(ctx, id, api.ListFilesRequest{TaskID: task}).All() {
 		if err != nil {
 			return nil, err
 		}
 		break
 	}
-	return &ctlEntry{name: name, mode: syscall.S_IFREG, make: func() gofs.InodeEmbedder {
-		return &ctlStream{node: node{fsys: f}, path: dir + "/" + name, task: task}
+	return &entry{name: name, mode: syscall.S_IFREG, make: func() gofs.InodeEmbedder {
+		return &streamNode{node: node{t: t}, path: dir + "/" + name, task: task}
 	}}, nil
 }
 
-// ctlStream is a task's ZIP: each open runs the bundle job and streams it.
-type ctlStream struct {
+// streamNode is a task's ZIP: each open runs the bundle job and streams it.
+type streamNode struct {
 	node
 	path string
 	task int64
 }
 
 var (
-	_ = (gofs.NodeGetattrer)((*ctlStream)(nil))
-	_ = (gofs.NodeOpener)((*ctlStream)(nil))
+	_ = (gofs.NodeGetattrer)((*streamNode)(nil))
+	_ = (gofs.NodeOpener)((*streamNode)(nil))
 )
 
 // Getattr shows size 0: the ZIP's size is known only once it is made; reads
 // are direct I/O, so every reader gets all of it.
-func (n *ctlStream) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fsys.setAttr(&out.Attr, syscall.S_IFREG|0o444&n.fsys.fileMode(), 0, n.fsys.start)
+func (n *streamNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.t.mount.SetAttr(&out.Attr, syscall.S_IFREG|0o444&n.t.mount.FileMode(), 0, time.Time{})
 	return 0
 }
 
-func (n *ctlStream) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+func (n *streamNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return nil, 0, syscall.EACCES
 	}
@@ -140,7 +141,7 @@ func (n *ctlStream) Open(ctx context.Context, flags uint32) (gofs.FileHandle, ui
 // streamHandle is an open task ZIP. The job runs from open; closing the
 // file before it is done aborts it.
 type streamHandle struct {
-	n      *ctlStream
+	n      *streamNode
 	cancel context.CancelFunc
 	ready  chan struct{} // closed when body or err is set
 
@@ -157,10 +158,10 @@ var (
 )
 
 func (h *streamHandle) start(ctx context.Context) {
-	f := h.n.fsys
-	h.body, _, h.err = f.Admin.Bundle(ctx, api.BundleRequest{TaskID: h.n.task, OnJob: f.noteJob})
+	t := h.n.t
+	h.body, _, h.err = t.admin.Bundle(ctx, api.BundleRequest{TaskID: h.n.task, OnJob: t.noteJob})
 	if h.err != nil && ctx.Err() == nil {
-		f.Log.WithError(h.err).WithField("task", h.n.task).Warn("ctl: task bundle failed")
+		t.log.WithError(h.err).WithField("task", h.n.task).Warn("ctl: task bundle failed")
 	}
 	close(h.ready)
 }
@@ -172,7 +173,7 @@ func (h *streamHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.R
 		return nil, syscall.EINTR
 	}
 	if h.err != nil {
-		return nil, h.n.fsys.ctlErrno(h.n.path, h.err)
+		return nil, h.n.t.readErrno(h.n.path, h.err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -182,7 +183,7 @@ func (h *streamHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.R
 	k, err := io.ReadFull(h.body, dest)
 	h.off += int64(k)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, h.n.fsys.ctlErrno(h.n.path, err)
+		return nil, h.n.t.readErrno(h.n.path, err)
 	}
 	return fuse.ReadResultData(dest[:k]), 0
 }

@@ -1,9 +1,9 @@
-package fs
+package ctl
 
 // .ctl/logs/: the action logs of the last 30 days, one JSON Lines file per
 // day (UTC), all of them or filtered by action, user or computer.
 //
-// Locks: none of its own (see ctl.go).
+// Locks: none of its own (see doc.go).
 
 import (
 	"bytes"
@@ -46,25 +46,25 @@ func logDaysNow() []time.Time {
 
 // logsList is a logs folder: a file per day of the records req selects; the
 // top one (no filter) also holds by-action/, by-user/ and by-machine/.
-func (f *FS) logsList(dir string, req api.LogsRequest) func(ctx context.Context) ([]ctlEntry, error) {
-	return func(ctx context.Context) ([]ctlEntry, error) {
-		var es []ctlEntry
+func (t *Tree) logsList(dir string, req api.LogsRequest) func(ctx context.Context) ([]entry, error) {
+	return func(ctx context.Context) ([]entry, error) {
+		var es []entry
 		for _, day := range logDaysNow() {
-			es = append(es, f.logDayEntry(dir, req, day))
+			es = append(es, t.logDayEntry(dir, req, day))
 		}
 		if req != (api.LogsRequest{}) {
 			return es, nil
 		}
 		return append(es,
-			f.logFilterEntry(dir, "by-action", func(context.Context) ([]string, error) {
+			t.logFilterEntry(dir, "by-action", func(context.Context) ([]string, error) {
 				return logActions, nil
 			}, func(name string) (api.LogsRequest, bool) {
 				return api.LogsRequest{ActionType: name}, actionName.MatchString(name)
 			}),
-			f.logFilterEntry(dir, "by-user", f.userEmails, func(name string) (api.LogsRequest, bool) {
+			t.logFilterEntry(dir, "by-user", t.userEmails, func(name string) (api.LogsRequest, bool) {
 				return api.LogsRequest{UserEmail: name}, strings.Contains(name, "@")
 			}),
-			f.logFilterEntry(dir, "by-machine", f.seatIDs, func(name string) (api.LogsRequest, bool) {
+			t.logFilterEntry(dir, "by-machine", t.seatIDs, func(name string) (api.LogsRequest, bool) {
 				id, err := strconv.ParseInt(name, 10, 64)
 				return api.LogsRequest{MachineID: id}, err == nil && id > 0 && strconv.FormatInt(id, 10) == name
 			}),
@@ -74,38 +74,38 @@ func (f *FS) logsList(dir string, req api.LogsRequest) func(ctx context.Context)
 
 // logFilterEntry is by-action/, by-user/ or by-machine/ in parent: a folder
 // per value names lists, and any other valid value when named.
-func (f *FS) logFilterEntry(parent, name string, names func(context.Context) ([]string, error), filter func(string) (api.LogsRequest, bool)) ctlEntry {
+func (t *Tree) logFilterEntry(parent, name string, names func(context.Context) ([]string, error), filter func(string) (api.LogsRequest, bool)) entry {
 	dir := parent + "/" + name
-	entry := func(name string, req api.LogsRequest) ctlEntry {
-		return f.ctlDirEntry(dir, name, f.logsList(dir+"/"+name, req), nil)
+	folderOf := func(name string, req api.LogsRequest) entry {
+		return t.dirEntry(dir, name, t.logsList(dir+"/"+name, req), nil)
 	}
-	list := func(ctx context.Context) ([]ctlEntry, error) {
+	list := func(ctx context.Context) ([]entry, error) {
 		ns, err := names(ctx)
 		if err != nil {
 			return nil, err
 		}
-		es := make([]ctlEntry, 0, len(ns))
+		es := make([]entry, 0, len(ns))
 		for _, n := range ns {
 			if req, ok := filter(n); ok {
-				es = append(es, entry(n, req))
+				es = append(es, folderOf(n, req))
 			}
 		}
 		return es, nil
 	}
-	find := func(_ context.Context, name string) (*ctlEntry, error) {
+	find := func(_ context.Context, name string) (*entry, error) {
 		req, ok := filter(name)
 		if !ok {
 			return nil, nil
 		}
-		e := entry(name, req)
+		e := folderOf(name, req)
 		return &e, nil
 	}
-	return f.ctlDirEntry(parent, name, list, find)
+	return t.dirEntry(parent, name, list, find)
 }
 
 // userEmails are the e-mail addresses of the computers' users.
-func (f *FS) userEmails(ctx context.Context) ([]string, error) {
-	seats, err := f.seatList(ctx)
+func (t *Tree) userEmails(ctx context.Context) ([]string, error) {
+	seats, err := t.seatList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +120,8 @@ func (f *FS) userEmails(ctx context.Context) ([]string, error) {
 }
 
 // seatIDs are the computers' ids.
-func (f *FS) seatIDs(ctx context.Context) ([]string, error) {
-	seats, err := f.seatList(ctx)
+func (t *Tree) seatIDs(ctx context.Context) ([]string, error) {
+	seats, err := t.seatList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +134,11 @@ func (f *FS) seatIDs(ctx context.Context) ([]string, error) {
 
 // logDayEntry is <YYYY-MM-DD>.jsonl: the day's records, oldest first, one
 // JSON object a line.
-func (f *FS) logDayEntry(dir string, req api.LogsRequest, day time.Time) ctlEntry {
-	return f.ctlFileEntry(dir, day.Format(dayFormat)+".jsonl", 0o444, func(ctx context.Context) ([]byte, error) {
+func (t *Tree) logDayEntry(dir string, req api.LogsRequest, day time.Time) entry {
+	return t.fileEntry(dir, day.Format(dayFormat)+".jsonl", 0o444, func(ctx context.Context) ([]byte, error) {
 		r := req
 		r.Start, r.End = day, day.Add(24*time.Hour-time.Millisecond)
-		recs, err := f.logRecords(ctx, r, 0)
+		recs, err := t.logRecords(ctx, r, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -164,8 +164,8 @@ func (f *FS) logDayEntry(dir string, req api.LogsRequest, day time.Time) ctlEntr
 // logRecords returns every record of req's window. The service answers at
 // most 1000 a request, without pages: a full answer is asked again in two
 // halves, down to windows of a millisecond.
-func (f *FS) logRecords(ctx context.Context, req api.LogsRequest, depth int) ([]api.LogRecord, error) {
-	ls, err := f.Admin.UserActionLogs(ctx, req)
+func (t *Tree) logRecords(ctx context.Context, req api.LogsRequest, depth int) ([]api.LogRecord, error) {
+	ls, err := t.admin.UserActionLogs(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -175,11 +175,11 @@ func (f *FS) logRecords(ctx context.Context, req api.LogsRequest, depth int) ([]
 	mid := req.Start.Add(req.End.Sub(req.Start) / 2).Truncate(time.Millisecond)
 	first, second := req, req
 	first.End, second.Start = mid, mid.Add(time.Millisecond)
-	a, err := f.logRecords(ctx, first, depth+1)
+	a, err := t.logRecords(ctx, first, depth+1)
 	if err != nil {
 		return nil, err
 	}
-	b, err := f.logRecords(ctx, second, depth+1)
+	b, err := t.logRecords(ctx, second, depth+1)
 	if err != nil {
 		return nil, err
 	}

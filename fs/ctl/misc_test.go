@@ -1,8 +1,8 @@
-package fs
+package ctl
 
 // Tests of .ctl beyond computers and images: task bundles and download jobs,
-// the upload queue, stats, refresh, permissions, read-only mounts, and an
-// organization without permission or feature.
+// the upload queue, stats, refresh, permissions, read-only mounts, entries
+// that cannot be removed, and an organization without permission or feature.
 
 import (
 	"archive/zip"
@@ -18,16 +18,17 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 func TestCtlTaskBundleAndDownloads(t *testing.T) {
 	e := ctlEnv(t, envOptions{})
-	fx := e.emu.Fixtures(e.org)
+	fx := e.Emu.Fixtures(e.Org)
 	m := fmt.Sprint(fx.RunningMachine)
 
-	if names := listNames(t, e.ctl("machines", m, "tasks")); len(names) != 0 {
+	if names := fstest.ListNames(t, e.ctl("machines", m, "tasks")); len(names) != 0 {
 		t.Errorf("tasks/ lists %v; tasks are not listed", names)
 	}
 	if _, err := os.ReadFile(e.ctl("machines", m, "tasks", "999999.zip")); !errors.Is(err, syscall.ENOENT) {
@@ -51,13 +52,13 @@ func TestCtlTaskBundleAndDownloads(t *testing.T) {
 
 	// The job shows under downloads/, as the service has it; abort of a job
 	// already done is EALREADY.
-	jobs := listNames(t, e.ctl("downloads"))
+	jobs := fstest.ListNames(t, e.ctl("downloads"))
 	if len(jobs) != 2 || jobs[1] != "result" {
 		t.Fatalf("downloads/ lists %v, want the job and result", jobs)
 	}
 	var job api.DownloadJob
 	e.readJSON(&job, "downloads", jobs[0])
-	want, err := e.client.DownloadStatus(t.Context(), job.ID, false)
+	want, err := e.Client.DownloadStatus(t.Context(), job.ID, false)
 	if err != nil || job.Status != want.Status || job.Status != api.DownloadUploaded {
 		t.Errorf("downloads/%s: %+v, service %+v (%v)", jobs[0], job, want, err)
 	}
@@ -69,8 +70,8 @@ func TestCtlTaskBundleAndDownloads(t *testing.T) {
 }
 
 func TestCtlTaskReadAbortedAbortsTheJob(t *testing.T) {
-	e := ctlEnv(t, envOptions{emu: emulatorSteps(2 * time.Second)})
-	fx := e.emu.Fixtures(e.org)
+	e := ctlEnv(t, envOptions{Emu: emulatorSteps(2 * time.Second)})
+	fx := e.Emu.Fixtures(e.Org)
 	f, err := os.Open(e.ctl("machines", fmt.Sprint(fx.RunningMachine), "tasks", fmt.Sprintf("%d.zip", fx.Task)))
 	if err != nil {
 		t.Fatal(err)
@@ -78,14 +79,14 @@ func TestCtlTaskReadAbortedAbortsTheJob(t *testing.T) {
 	// Close before the job is done: it is cancelled on the service.
 	var jobs []string
 	testkit.WaitFor(t, 10*time.Second, "the job to start", func() bool {
-		jobs = listNames(t, e.ctl("downloads"))
+		jobs = fstest.ListNames(t, e.ctl("downloads"))
 		return len(jobs) == 2
 	})
 	f.Close()
 	testkit.WaitFor(t, 10*time.Second, "the job to be cancelled", func() bool {
 		var job api.DownloadJob
 		fmt.Sscan(jobs[0], &job.ID)
-		j, err := e.client.DownloadStatus(t.Context(), job.ID, false)
+		j, err := e.Client.DownloadStatus(t.Context(), job.ID, false)
 		return err == nil && j.Status == api.DownloadCancelled
 	})
 }
@@ -93,11 +94,11 @@ func TestCtlTaskReadAbortedAbortsTheJob(t *testing.T) {
 func TestCtlUploadsQueue(t *testing.T) {
 	e := ctlEnv(t, envOptions{})
 	// A folder full to the byte: the upload fails for good (450).
-	if err := e.emu.SetStorageQuota(e.org, 0, 1); err != nil {
+	if err := e.Emu.SetStorageQuota(e.Org, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	data := testkit.RandBytes(5000, 1)
-	f, err := os.Create(e.path("shared", "too big.bin"))
+	f, err := os.Create(e.Path("shared", "too big.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,21 +126,21 @@ func TestCtlUploadsQueue(t *testing.T) {
 	if q := e.read("uploads"); q != "" {
 		t.Errorf("uploads after the discard: %q", q)
 	}
-	if _, err := os.Stat(e.path("shared", "too big.bin")); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.Path("shared", "too big.bin")); !os.IsNotExist(err) {
 		t.Errorf("the discarded file still shows: %v", err)
 	}
-	if e.staging.Stats().StagedBytes != 0 {
-		t.Errorf("the discarded file is still staged: %+v", e.staging.Stats())
+	if e.Store.Staging.Stats().StagedBytes != 0 {
+		t.Errorf("the discarded file is still staged: %+v", e.Store.Staging.Stats())
 	}
 }
 
 func TestCtlRefreshAndFreshness(t *testing.T) {
-	e := ctlEnv(t, envOptions{dirTTL: time.Hour})
-	fx := e.emu.Fixtures(e.org)
+	e := ctlEnv(t, envOptions{DirTTL: time.Hour})
+	fx := e.Emu.Fixtures(e.Org)
 	var u api.AccountUsage
 	e.readJSON(&u, "usage")
 	// A change made elsewhere shows after refresh, not before.
-	if _, err := e.client.AssignUsage(t.Context(), fx.StoppedMachine, 7); err != nil {
+	if _, err := e.Client.AssignUsage(t.Context(), fx.StoppedMachine, 7); err != nil {
 		t.Fatal(err)
 	}
 	var again api.AccountUsage
@@ -155,8 +156,8 @@ func TestCtlRefreshAndFreshness(t *testing.T) {
 }
 
 func TestCtlModesAndReadOnly(t *testing.T) {
-	e := ctlEnv(t, envOptions{readOnly: true})
-	fx := e.emu.Fixtures(e.org)
+	e := ctlEnv(t, envOptions{ReadOnly: true})
+	fx := e.Emu.Fixtures(e.Org)
 	m := fmt.Sprint(fx.StoppedMachine)
 	for _, c := range []struct {
 		path []string
@@ -180,28 +181,43 @@ func TestCtlModesAndReadOnly(t *testing.T) {
 	}
 }
 
+// TestCtlEntriesCannotBeRemoved: .ctl in the root and the control files and
+// folders answer EPERM to rmdir, rm and mv, and stay (the other fixed
+// folders: package fs's TestFixedFoldersCannotBeRemoved).
+func TestCtlEntriesCannotBeRemoved(t *testing.T) {
+	e := ctlEnv(t, envOptions{})
+	for _, c := range []struct {
+		op   string
+		path string
+	}{
+		{"rmdir", ".ctl"}, {"rm", ".ctl/usage"}, {"rmdir", ".ctl/machines"}, {"mv", ".ctl/usage"},
+	} {
+		fstest.CannotRemove(t, c.op, e.Path(c.path))
+	}
+}
+
 func TestCtlWithoutPermissionOrFeature(t *testing.T) {
-	e := ctlEnv(t, envOptions{org: emulator.OrgB})
-	fx := e.emu.Fixtures(e.org)
+	e := ctlEnv(t, envOptions{Org: emulator.OrgB})
+	fx := e.Emu.Fixtures(e.Org)
 	// org-b cannot bundle (no multiple_file_download): 4710 is EACCES.
 	_, err := os.ReadFile(e.ctl("machines", fmt.Sprint(fx.RunningMachine), "tasks", fmt.Sprintf("%d.zip", fx.Task)))
 	if fx.Task != 0 && !errors.Is(err, syscall.EACCES) {
 		t.Errorf("a task bundle without the feature: %v, want EACCES", err)
 	}
 	// Logs refused for want of permission: EACCES.
-	e.emu.InjectError("GET /user-action-logs", api.CodePermissionRequired, 1000)
+	e.Emu.InjectError("GET /user-action-logs", api.CodePermissionRequired, 1000)
 	day := time.Now().UTC().Format(dayFormat) + ".jsonl"
 	if _, err := os.ReadFile(e.ctl("logs", day)); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("logs without permission: %v, want EACCES", err)
 	}
 	// An action refused for want of permission says so in result.
-	e.emu.InjectError("POST /usage/assign", api.CodePermissionRequired, 1)
+	e.Emu.InjectError("POST /usage/assign", api.CodePermissionRequired, 1)
 	r := e.refused(syscall.EACCES, "5\n", "machines", fmt.Sprint(fx.StoppedMachine), "assign")
 	if r.Code != api.CodePermissionRequired {
 		t.Errorf("result: %+v, want code 4710", r)
 	}
 	// A failed transfer reads as EIO, not as a wrong answer.
-	e.emu.InjectError("GET /usage", 500, 1000)
+	e.Emu.InjectError("GET /usage", 500, 1000)
 	e.mustWrite("\n", "refresh")
 	if _, err := os.ReadFile(e.ctl("usage")); !errors.Is(err, syscall.EIO) {
 		t.Errorf("usage while the service fails: %v, want EIO", err)
@@ -213,9 +229,9 @@ func TestCtlSeatsCreateAndSecretsStayOut(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(logs)
 	log.SetLevel(logrus.DebugLevel)
-	e := ctlEnv(t, envOptions{log: log})
-	fx := e.emu.Fixtures(e.org)
-	before := len(listNames(t, e.ctl("machines")))
+	e := ctlEnv(t, envOptions{Log: log})
+	fx := e.Emu.Fixtures(e.Org)
+	before := len(fstest.ListNames(t, e.ctl("machines")))
 
 	e.refused(syscall.EINVAL, `{"seat_plan_id": 1, "quantity": 0}`, "seats")
 	e.refused(syscall.EINVAL, `{"seat_plan_id": 1, "quantity": 1, "colour": 3}`, "seats")
@@ -225,8 +241,8 @@ func TestCtlSeatsCreateAndSecretsStayOut(t *testing.T) {
 	if created, _ := r.Record.([]any); !r.OK || len(created) != 2 {
 		t.Fatalf("result after creating 2 computers: %+v", r)
 	}
-	seats, _ := api.Collect(e.client.Seats(t.Context(), ""))
-	if got := len(listNames(t, e.ctl("machines"))); got != before+2 || len(seats) != before+2 {
+	seats, _ := api.Collect(e.Client.Seats(t.Context(), ""))
+	if got := len(fstest.ListNames(t, e.ctl("machines"))); got != before+2 || len(seats) != before+2 {
 		t.Errorf("after creating 2: machines/ has %d, the service %d, want %d", got, len(seats), before+2)
 	}
 
@@ -251,8 +267,8 @@ func TestCtlSeatsCreateAndSecretsStayOut(t *testing.T) {
 // files elsewhere that it moved (the team balance, the computer list,
 // today's log) show it at their next read, whatever the cache time.
 func TestCtlActionRefreshesEveryFile(t *testing.T) {
-	e := ctlEnv(t, envOptions{dirTTL: time.Hour})
-	fx := e.emu.Fixtures(e.org)
+	e := ctlEnv(t, envOptions{DirTTL: time.Hour})
+	fx := e.Emu.Fixtures(e.Org)
 	m := fmt.Sprint(fx.StoppedMachine)
 	day := time.Now().UTC().Format(dayFormat) + ".jsonl"
 	var u api.AccountUsage

@@ -1,0 +1,98 @@
+package ctl
+
+// The formats of the control files that programs read, orgfs's own commands
+// among them (orgfs status, sync, unmount): a folder's result (Result), a
+// line of uploads.json (Upload), stats (Stats); and how every control file
+// shows a record (indented JSON and a newline) or a single value (one line).
+//
+// Locks: none.
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+)
+
+// Result is a folder's result file: the outcome of its last write.
+type Result struct {
+	OK      bool      `json:"ok"`
+	Code    int       `json:"code"`            // the service's client_code; 0 when refused before any request
+	Errno   string    `json:"errno,omitempty"` // what the write returned, e.g. EBUSY
+	Message string    `json:"message"`
+	Time    time.Time `json:"time"`
+	Action  string    `json:"action"`
+	Record  any       `json:"record,omitempty"` // what the service answered, when it is a record worth keeping
+}
+
+// Upload is one line of .ctl/uploads.json.
+type Upload struct {
+	Path     string `json:"path"`
+	State    string `json:"state"` // open, waiting, queued, uploading, retrying, failed, uploaded
+	Size     int64  `json:"size"`
+	Done     int64  `json:"done"`  // bytes sent by the upload in flight (or the last one)
+	Total    int64  `json:"total"` // bytes of that upload
+	Attempts int    `json:"attempts"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Stats are the mount's counters: .ctl/stats, and the metrics.
+type Stats struct {
+	Requests  map[string]api.OpStats `json:"requests"` // by endpoint
+	Errors    map[string]int64       `json:"errors"`   // failed calls by client_code
+	BytesUp   int64                  `json:"bytes_up"`
+	BytesDown int64                  `json:"bytes_down"`
+	Cache     struct {
+		Bytes     int64   `json:"bytes"`
+		MaxBytes  int64   `json:"max_bytes"`
+		Files     int     `json:"files"`
+		Evictions int64   `json:"evictions"`
+		HitRate   float64 `json:"listing_hit_rate"` // listings answered from the cache
+	} `json:"cache"`
+	Reads struct {
+		RangeRequests int64 `json:"range_requests"`
+		ReadAhead     int64 `json:"read_ahead_requests"`
+		BytesFetched  int64 `json:"bytes_fetched"`
+		BytesDirect   int64 `json:"bytes_past_cache"`
+	} `json:"reads"`
+	Bundles struct {
+		Jobs      int64 `json:"jobs"`
+		Completed int64 `json:"completed"`
+		Failed    int64 `json:"failed"`
+		Aborted   int64 `json:"aborted"`
+		Files     int64 `json:"files"`
+		Disabled  bool  `json:"disabled"` // the organization cannot bundle (4710)
+	} `json:"bundles"`
+	Uploads struct {
+		Pending     int   `json:"pending"`
+		InFlight    int   `json:"in_flight"`
+		Failed      int   `json:"failed"`
+		Uploaded    int64 `json:"uploaded"`
+		Bytes       int64 `json:"bytes"`
+		StagedBytes int64 `json:"staged_bytes"`
+	} `json:"uploads"`
+}
+
+// jsonOut is a record as control files show it: indented JSON and a newline.
+func jsonOut(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// lineOut is a single value as control files show it: one line.
+func lineOut(s string) []byte { return []byte(s + "\n") }
+
+// jsonRead reads a record with fetch and shows it as JSON.
+func jsonRead[T any](fetch func(ctx context.Context) (T, error)) func(ctx context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
+		v, err := fetch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return jsonOut(v)
+	}
+}

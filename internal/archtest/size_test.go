@@ -13,8 +13,8 @@ import (
 )
 
 const (
-	// maxFileLines bounds a Go file of the module, tests and the emulator
-	// (internal/emulator) aside.
+	// maxFileLines bounds a Go file of the module, tests aside (the emulator
+	// included).
 	maxFileLines = 700
 	// maxFuncLines bounds a function, from its signature to its closing
 	// brace, in the files of funcLimited (tests aside).
@@ -28,9 +28,6 @@ var funcLimited = []string{"fs", "cache", "internal/cli"}
 func TestFileSizes(t *testing.T) {
 	_, root := module(t)
 	for _, rel := range goFiles(t, root) {
-		if within(rel, "internal/emulator") {
-			continue
-		}
 		b, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			t.Fatal(err)

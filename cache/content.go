@@ -113,15 +113,16 @@ type entry struct {
 	refs int  // guarded by Content.mu
 	gone bool // guarded by Content.mu: removed from the cache (files unlinked)
 
-	mu        sync.Mutex
-	meta      Meta     // guarded by mu
-	f         *os.File // guarded by mu; open while refs > 0
-	present   []uint64 // guarded by mu; bitmap of blocks present
-	nPresent  int64    // guarded by mu; blocks present
-	bytes     int64    // guarded by mu; bytes present (the last block may be short)
-	dirty     bool     // guarded by mu; bitmap changed since it was saved
-	lastUsed  time.Time
-	savedUsed time.Time // guarded by mu; lastUsed as last saved
+	mu          sync.Mutex
+	meta        Meta     // guarded by mu
+	f           *os.File // guarded by mu; open while refs > 0
+	present     []uint64 // guarded by mu; bitmap of blocks present
+	nPresent    int64    // guarded by mu; blocks present
+	bytes       int64    // guarded by mu; bytes present (the last block may be short)
+	dirty       bool     // guarded by mu; bitmap changed since it was saved
+	lastUsed    time.Time
+	savedUsed   time.Time // guarded by mu; lastUsed as last saved
+	provisional bool      // guarded by mu; the mount's own upload, its time not the service's yet (adopt.go)
 }
 
 // lruSaveEvery is how stale the use time in an entry's record may get (the
@@ -132,10 +133,11 @@ const lruSaveEvery = time.Minute
 // entryRecord is an entry's bitmap and validity as saved beside its data,
 // <id>.json beside <id>.data.
 type entryRecord struct {
-	Meta      Meta      `json:"meta"`
-	BlockSize int64     `json:"block_size"`
-	Present   []uint64  `json:"present"`
-	LastUsed  time.Time `json:"last_used"`
+	Meta        Meta      `json:"meta"`
+	BlockSize   int64     `json:"block_size"`
+	Present     []uint64  `json:"present"`
+	LastUsed    time.Time `json:"last_used"`
+	Provisional bool      `json:"provisional,omitempty"` // the mount's own upload (adopt.go)
 }
 
 // OpenContent opens (or creates) the cache in opts.Dir and loads the entries a
@@ -281,7 +283,7 @@ func (c *Content) loadEntry(id int64) (*entry, error) {
 	if int64(len(r.Present)) != (n+63)/64 {
 		return nil, errors.New("bitmap has the wrong length")
 	}
-	e := &entry{id: id, meta: r.Meta, present: r.Present, lastUsed: r.LastUsed, savedUsed: r.LastUsed}
+	e := &entry{id: id, meta: r.Meta, present: r.Present, lastUsed: r.LastUsed, savedUsed: r.LastUsed, provisional: r.Provisional}
 	for i := int64(0); i < n; i++ {
 		if e.has(i) {
 			e.nPresent++
@@ -318,10 +320,7 @@ func (c *Content) Acquire(m Meta) (*Handle, error) {
 	}
 	e, ok := c.lru.Get(m.ID)
 	if ok {
-		e.mu.Lock()
-		same := e.meta.Size == m.Size && e.meta.ModTime.Equal(m.ModTime)
-		e.mu.Unlock()
-		if !same {
+		if !e.same(m) {
 			c.invalidate++
 			c.removeLocked(e)
 			ok = false
@@ -419,9 +418,10 @@ func (c *Content) Complete(m Meta) bool {
 	if !ok {
 		return false
 	}
+	same := e.same(m)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.meta.Size == m.Size && e.meta.ModTime.Equal(m.ModTime) && e.nPresent == c.blocks(m.Size)
+	return same && e.nPresent == c.blocks(m.Size)
 }
 
 // Invalidate drops the entry of a file id (the file changed or was deleted).
@@ -510,7 +510,7 @@ func (c *Content) saveLocked(e *entry) error {
 	if !e.dirty {
 		return nil
 	}
-	b, err := json.Marshal(entryRecord{Meta: e.meta, BlockSize: c.blockSize, Present: e.present, LastUsed: e.lastUsed})
+	b, err := json.Marshal(entryRecord{Meta: e.meta, BlockSize: c.blockSize, Present: e.present, LastUsed: e.lastUsed, Provisional: e.provisional})
 	if err != nil {
 		return err
 	}

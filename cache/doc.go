@@ -2,8 +2,9 @@
 //
 //   - Dirs (dirs.go): folder listings and the computer list, in memory for a
 //     time to live.
-//   - Content (content.go): file contents on local disk, block by block in
-//     sparse files, under a byte budget.
+//   - Content (content.go, adopt.go): file contents on local disk, block by
+//     block in sparse files, under a byte budget; an uploaded file's staged
+//     data becomes its entry.
 //   - Fetcher (fetch.go): fills Content with ranged GETs of presigned URLs,
 //     reading ahead while reading is sequential.
 //   - Reader.ReadDirect (direct.go): reads past the cache when it cannot
@@ -11,9 +12,10 @@
 //     buffer.
 //   - Bundler (bundle.go): fetches a folder's small files in one ZIP when they
 //     are read one after another.
-//   - Staging (staging.go, staged.go, staging_disk.go, queue.go, uploader.go):
-//     the files written through the mount, kept on local disk until they are
-//     uploaded.
+//   - Staging (staging.go, staged.go, staging_disk.go, queue.go, uploader.go,
+//     requests.go, conflicts.go): the files written through the mount, kept
+//     on local disk until they are uploaded; before an upload replaces a
+//     file, the check of whose version the name holds (conflict copies).
 //
 // Every request goes through Client (client.go), the methods of *api.Client
 // the package calls.

@@ -51,6 +51,11 @@ type Staged struct {
 	small       bool               // small (smallFile) when last queued
 	retryAsked  bool               // Retry came while an attempt was under way: a permanent failure of it is retried once
 	lastMod     time.Time
+	// Many writers (conflicts.go).
+	recheck      bool   // a 451 met: the next upload checks whose version holds the name
+	copyTry      int    // the conflict copy's name was taken this many times
+	conflictName string // went up as a conflict copy of this name: later changes go there
+	conflictID   int64  // the conflict copy's id
 }
 
 func (s *Staging) newStaged(seq int64, f *os.File, t Target, replaces int64) *Staged {
@@ -131,6 +136,18 @@ func (st *Staged) inheritLocked(other *Staged) {
 			st.deleteAfter = append(st.deleteAfter, id)
 		}
 	}
+}
+
+// Seq is the staged copy's number, unique in its staging dir (it names its
+// files there).
+func (st *Staged) Seq() int64 { return st.seq }
+
+// Replaces is the id of the service file the upload overwrites: the version
+// the local change started from (0: a file new here).
+func (st *Staged) Replaces() int64 {
+	st.s.mu.Lock()
+	defer st.s.mu.Unlock()
+	return st.replaces
 }
 
 // Target is where the file goes.
@@ -309,7 +326,9 @@ func (s *Staging) changedLocked(st *Staged) {
 
 // Uploaded returns the service's file st became, once st is no longer staged
 // because it was uploaded (retired): whoever showed st shows that file until
-// its folder is listed again. False while st is staged, and once removed.
+// its folder is listed again. False while st is staged, and once removed. A
+// file that went up as a conflict copy (conflicts.go) became no file at its
+// name: the zero File, with true.
 func (st *Staged) Uploaded() (api.File, bool) {
 	st.s.mu.Lock()
 	defer st.s.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
@@ -61,8 +62,22 @@ type StagingOptions struct {
 	// OnUploaded, when set, is called after a file reached the service (the
 	// mount updates its listings); OnFailed after a permanent failure. They
 	// are called without any lock held, from the upload's goroutine.
-	OnUploaded func(t Target, f api.File) // f: the uploaded file, as far as known (at least ID, Name, Size, LastModified, ParentID)
+	// f: the uploaded file, as far as known (at least ID, Name, Size,
+	// LastModified, ParentID); modTime: the staged copy's modification time
+	// (its last write, or the time set on it), which the mount keeps showing.
+	OnUploaded func(t Target, f api.File, modTime time.Time)
 	OnFailed   func(t Target, err error)
+	// OnConflict is called after a file went up as a conflict copy beside
+	// another writer's version (conflicts.go), without any lock held.
+	OnConflict func(t Target, c Conflict)
+	// Desk names this desk in conflict copies' names; default: none.
+	Desk string
+	// OnRetired, when set, is called after a file uploaded as f left the
+	// staging unchanged, with a path holding its content (a link to the
+	// staged data, removed after the call): the mount's content cache takes
+	// it, so a file just written is not downloaded to be read. No lock is
+	// held.
+	OnRetired func(f api.File, data string)
 }
 
 func (o StagingOptions) withDefaults() StagingOptions {
@@ -86,6 +101,7 @@ type StagingStats struct {
 	Uploaded    int64 // files uploaded since the start
 	Bytes       int64 // bytes of the files uploaded since the start
 	StagedBytes int64 // local bytes of every staged file
+	Conflicts   int64 // files that went up as conflict copies since the start (conflicts.go)
 }
 
 // Staging holds the files written through the mount until they are on the
@@ -96,9 +112,12 @@ type Staging struct {
 	// dependencies
 	client     Client
 	log        logrus.FieldLogger
-	onUploaded func(Target, api.File)
+	onUploaded func(Target, api.File, time.Time)
 	onFailed   func(Target, error)
+	onConflict func(Target, Conflict)
+	onRetired  func(api.File, string)
 	// constants
+	desk                   string
 	dir                    string
 	writeBack              time.Duration
 	transfers, parallel    int
@@ -122,6 +141,10 @@ type Staging struct {
 	closed   bool                 // guarded by mu
 	uploaded int64                // guarded by mu
 	bytesUp  int64                // guarded by mu
+	// Many writers (conflicts.go).
+	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded lately; safe for concurrent use
+	conflicts  []Conflict                  // guarded by mu; the latest
+	nConflicts int64                       // guarded by mu
 }
 
 // OpenStaging opens (or creates) the staging directory, loads the staged files
@@ -143,7 +166,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Staging{
-		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed,
+		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onRetired: opts.OnRetired, desk: opts.Desk,
 		dir: opts.Dir, writeBack: opts.WriteBack, transfers: opts.Transfers, parallel: opts.Parallel,
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 		ctx: ctx, cancel: cancel,
@@ -151,6 +174,11 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 		busy: map[Target]int{}, next: 1, changed: make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
+	var err error
+	if s.mine, err = lru.New[int64, struct{}](recentUploads); err != nil {
+		cancel()
+		return nil, err
+	}
 	if err := s.load(); err != nil {
 		cancel()
 		return nil, err
@@ -568,7 +596,7 @@ func (s *Staging) Dir() string { return s.dir }
 // Stats returns the counters.
 func (s *Staging) Stats() StagingStats {
 	s.mu.Lock()
-	out := StagingStats{Uploaded: s.uploaded, Bytes: s.bytesUp}
+	out := StagingStats{Uploaded: s.uploaded, Bytes: s.bytesUp, Conflicts: s.nConflicts}
 	all := s.sortedLocked()
 	for _, st := range all {
 		switch st.state {

@@ -33,6 +33,9 @@ type stagedRecord struct {
 	Path        string    `json:"path,omitempty"`  // the path in the mount, for people
 	Final       bool      `json:"final,omitempty"` // failed for good: not retried at the next start
 	Saved       time.Time `json:"saved"`           // when the record was written: of two records for one target, the later wins
+	// The conflict copy it went up as (conflicts.go), when it did.
+	ConflictName string `json:"conflict_name,omitempty"`
+	ConflictID   int64  `json:"conflict_id,omitempty"`
 }
 
 // Values of stagedRecord.State.
@@ -191,6 +194,7 @@ func (s *Staging) loadEntry(seq int64, savedAt map[*Staged]time.Time) (*Staged, 
 	}
 	st := s.newStaged(seq, f, Target{Area: area, ParentID: rec.ParentID, Name: rec.Name}, rec.Replaces)
 	st.deleteAfter = rec.DeleteAfter
+	st.conflictName, st.conflictID = rec.ConflictName, rec.ConflictID
 	st.path = rec.Path
 	st.savedState = rec.State
 	if rec.LastError != "" {
@@ -235,6 +239,7 @@ func (s *Staging) writeRecord(st *Staged, state string) error {
 		Area: "shared", ParentID: st.target.ParentID, Name: st.target.Name, Replaces: st.replaces,
 		State: state, Attempts: st.attempts, DeleteAfter: st.deleteAfter, Saved: time.Now(),
 		Path: st.path, Final: state == recFailed && st.final,
+		ConflictName: st.conflictName, ConflictID: st.conflictID,
 	}
 	if st.target.Area.Kind == Machine {
 		rec.Area, rec.MachineID = "machine", st.target.Area.MachineID

@@ -88,7 +88,7 @@ func (e *stagingEnv) open(opts StagingOptions) *Staging {
 	if opts.Log == nil {
 		opts.Log = testkit.Log(e.t)
 	}
-	opts.OnUploaded = func(t Target, f api.File) {
+	opts.OnUploaded = func(t Target, f api.File, _ time.Time) {
 		e.mu.Lock()
 		e.uploaded = append(e.uploaded, f)
 		e.mu.Unlock()
@@ -484,24 +484,6 @@ func TestStagingReplacesOverwrites(t *testing.T) {
 	}
 	if n := e.emu.Stats().Codes[451]; n != 0 {
 		t.Fatalf("%d answers 451: the upload did not overwrite", n)
-	}
-	e.wantNothingStaged(s)
-}
-
-func TestStagingNameTakenMeanwhileLastWriterWins(t *testing.T) {
-	e := newStagingEnv(t, emulator.Options{})
-	s := e.open(StagingOptions{WriteBack: time.Hour})
-	tg := stagingShared("race.txt")
-	data := testkit.RandBytes(3000, 10)
-	st := e.create(s, tg, 0, data)
-	// Someone else creates the name before the upload.
-	e.serviceFile(tg, []byte("theirs"))
-	if err := s.Flush(context.Background(), st); err != nil {
-		t.Fatal(err)
-	}
-	e.want(tg, data)
-	if n := e.emu.Stats().Codes[451]; n == 0 {
-		t.Fatal("no 451 was met")
 	}
 	e.wantNothingStaged(s)
 }

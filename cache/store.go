@@ -49,6 +49,7 @@ type StoreOptions struct {
 	// MinBackoff and MaxBackoff shape the retries of failed uploads.
 	MinBackoff, MaxBackoff time.Duration
 	ReadOnly               bool               // no staging: nothing is written
+	Desk                   string             // this desk's name in conflict copies' names
 	Bundle                 BundleOptions      // tuning of the bundler (Client, Content, TempDir and Log are filled in)
 	Now                    func() time.Time   // the listings' clock; default time.Now
 	Log                    logrus.FieldLogger // default: discard
@@ -92,7 +93,8 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		dir = filepath.Join(opts.Dir, "staging")
 	}
 	s.Staging, err = OpenStaging(StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
-		Transfers: transfers, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded})
+		Transfers: transfers, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
+		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk})
 	return s, err
 }
 
@@ -118,9 +120,29 @@ func (s *Store) Close() error {
 // before the staged copy leaves the staging (and a listing fetched from
 // before it is not cached), so whoever looks at the staging first and the
 // listing second finds the file in one or the other.
-func (s *Store) uploaded(t Target, f api.File) {
-	s.Times.Uploaded(t, f.ID, f.LastModified)
+func (s *Store) uploaded(t Target, f api.File, modTime time.Time) {
+	s.Times.Uploaded(t, f.ID, f.LastModified, modTime)
 	s.Dirs.Put(DirKey{Area: t.Area, ID: t.ParentID}, f)
+}
+
+// retired is the hook after an uploaded file left the staging unchanged: its
+// content (data) becomes the cache entry of the version it made, unless a
+// reader took that entry meanwhile.
+func (s *Store) retired(f api.File, data string) {
+	if err := s.Content.Adopt(MetaOf(f), data); err != nil {
+		s.log.WithError(err).WithField("file_id", f.ID).Debug("cache: the uploaded content was not kept in the cache")
+	}
+}
+
+// conflicted is the hook after a file went up as a conflict copy: the
+// folder is listed again, showing the other writer's version under the name
+// and the copy beside it; the content of the version the change started
+// from is stale.
+func (s *Store) conflicted(t Target, c Conflict) {
+	s.Dirs.Drop(DirKey{Area: t.Area, ID: t.ParentID})
+	if c.Base != 0 {
+		s.Fetcher.Forget(c.Base)
+	}
 }
 
 // MetaOf is what the content cache keys a service file's content by.
@@ -167,6 +189,14 @@ func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
 // (Delete) at its last close.
 func (s *Store) Unlinked(parent DirKey, f api.File) {
 	s.Dirs.Hide(parent, f.ID)
+}
+
+// Gone reports whether err says that the version of a file a read asked for
+// is no longer on the service: not found (404, 4717), its content shorter
+// than its listing (ErrChanged), or its object refused even with a renewed
+// URL. Another writer replaced or deleted it.
+func Gone(err error) bool {
+	return api.IsNotFound(err) || errors.Is(err, ErrChanged) || api.IsURLExpired(err)
 }
 
 // Changed is what a read that found a file different from its listing

@@ -74,15 +74,21 @@ func (m *Times) SetFile(f api.File, when time.Time) {
 	m.mu.Unlock()
 }
 
-// Uploaded moves a pending file's time to its service id. provisional is
-// the time of the record the mount made itself; the service's own time is
-// learnt from the first real listing.
-func (m *Times) Uploaded(t Target, id int64, provisional time.Time) {
+// Uploaded gives a file just uploaded the time its writer left: modTime, the
+// staged copy's (its last write, or a time set on it), shown instead of the
+// upload's end while the service's record of it is unchanged, so that a
+// file's time does not jump when its upload ends (make, rsync and git
+// compare them). provisional is the time of the record the mount made
+// itself; the service's own time is learnt from the first real listing.
+func (m *Times) Uploaded(t Target, id int64, provisional, modTime time.Time) {
 	m.recent.Add(id, provisional)
 	m.mu.Lock()
 	if when, ok := m.pending[t]; ok {
 		delete(m.pending, t)
-		m.byID[id] = &mtimeNote{shown: when, provisional: provisional}
+		modTime = when
+	}
+	if !modTime.IsZero() {
+		m.byID[id] = &mtimeNote{shown: modTime, provisional: provisional}
 	}
 	m.mu.Unlock()
 }

@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"mime"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -32,6 +34,13 @@ type upload struct {
 	gen       uint64
 	overwrite bool
 	ctx       context.Context
+	// Many writers (conflicts.go): the version the change started from; a
+	// check of the name first; the conflict copy's name when another
+	// writer's version (theirs) holds the name.
+	replaces int64
+	check    bool
+	copyName string
+	theirs   int64
 }
 
 // worker uploads queued files, one at a time, until Close. Of the workers,
@@ -50,7 +59,14 @@ func (s *Staging) worker() {
 			continue
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
-		up := &upload{st: st, target: st.target, name: st.nameLocked(), gen: st.gen, overwrite: st.replaces != 0 || st.overwrite, ctx: ctx}
+		up := &upload{st: st, target: st.target, name: st.nameLocked(), gen: st.gen, overwrite: st.replaces != 0 || st.overwrite, ctx: ctx,
+			replaces: st.replaces, check: st.replaces != 0 || st.recheck}
+		if st.conflictName != "" {
+			// Changed again after it went up as a conflict copy: the copy
+			// gets the new content.
+			up.copyName, up.replaces, up.overwrite, up.check = st.conflictName, st.conflictID, true, false
+		}
+		st.recheck = false
 		st.state = stUploading
 		st.upCancel = cancel
 		st.done, st.total = 0, 0
@@ -72,7 +88,15 @@ func (s *Staging) worker() {
 
 // run makes one upload attempt and settles its outcome.
 func (s *Staging) run(up *upload) {
-	res, size, err := s.send(up)
+	var res *api.UploadResult
+	size := int64(-1)
+	err := error(nil)
+	if up.check {
+		err = s.checkVersion(up)
+	}
+	if err == nil {
+		res, size, err = s.send(up)
+	}
 	if err == nil {
 		s.succeeded(up, res, size)
 		return
@@ -98,7 +122,7 @@ func (s *Staging) run(up *upload) {
 }
 
 // failedLocked settles a failed upload attempt: retried at once after a 451
-// (with overwrite), after a backoff when transient, else marked failed. It
+// (with a check of the name first), after a backoff when transient, else marked failed. It
 // reports whether the failure is permanent.
 func (s *Staging) failedLocked(up *upload, err error) bool {
 	st := up.st
@@ -113,17 +137,27 @@ func (s *Staging) failedLocked(up *upload, err error) bool {
 		return false
 	}
 	log := s.log.WithFields(logrus.Fields{"path": up.name, "error": err.Error()})
-	if api.IsExists(err) && !up.overwrite {
-		// Someone created the name meanwhile: last writer wins.
-		log.Warn("staging: the name was taken on the service meanwhile; overwriting it (last writer wins)")
-		st.overwrite = true
-		st.state = stWaiting
-		s.enqueueLocked(st, true)
-		return false
+	taken := api.IsExists(err) && !up.overwrite
+	if taken {
+		// The name is taken on the service: by a version this mount
+		// replaces (a rename away whose delete waits), or by another
+		// writer's. The next attempt checks which (conflicts.go); a taken
+		// conflict copy name gets a number. Taken again right after a check
+		// found it free, another writer is creating it: after a backoff.
+		st.recheck = true
+		if up.copyName != "" {
+			st.copyTry = max(st.copyTry, 1) + 1
+		}
+		if !up.check || up.copyName != "" {
+			log.Debug("staging: the name is taken on the service; checking whose version it holds")
+			st.state = stWaiting
+			s.enqueueLocked(st, true)
+			return false
+		}
 	}
 	st.lastErr = err
 	st.attempts++
-	if api.Temporary(err) || (api.IsSizeMismatch(err) && st.attempts < sizeMismatchAttempts) {
+	if taken || api.Temporary(err) || (api.IsSizeMismatch(err) && st.attempts < sizeMismatchAttempts) {
 		d := s.minBackoff << min(st.retries, 30)
 		if d > s.maxBackoff || d <= 0 {
 			d = s.maxBackoff
@@ -186,7 +220,7 @@ func (s *Staging) send(up *upload) (*api.UploadResult, int64, error) {
 	}
 	size := fi.Size()
 	req := api.UploadRequest{
-		ParentID: up.target.ParentID, Name: up.target.Name, ContentType: contentType(up.target.Name),
+		ParentID: up.target.ParentID, Name: cmp.Or(up.copyName, up.target.Name), ContentType: contentType(up.target.Name),
 		Size: size, Overwrite: up.overwrite, Body: st.f, Parallel: s.parallel,
 		Progress: func(done, total int64) {
 			s.mu.Lock()
@@ -213,6 +247,11 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 		s.mu.Unlock()
 		s.dropUploaded(up, res)
 		return
+	case up.copyName != "":
+		c := s.conflictedLocked(up, res, size)
+		s.mu.Unlock()
+		s.settleConflict(up, res, c)
+		return
 	case st.target != up.target:
 		// Renamed while uploading: what went up under the old name goes
 		// once the file is up under the new one.
@@ -227,32 +266,64 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 	}
 	st.replaces = res.ID // a later upload overwrites this one
 	st.overwrite = false
-	st.lastErr, st.permErr, st.attempts, st.retries, st.retryAsked = nil, nil, 0, 0, false
-	st.deleteAfter = slices.DeleteFunc(st.deleteAfter, func(id int64) bool { return id == res.ID })
-	toDelete := slices.Clone(st.deleteAfter)
-	s.saveLocked(st, true)
+	toDelete := s.clearLocked(st, res)
 	s.mu.Unlock()
+	mod := st.ModTime()
 
 	s.log.WithFields(logrus.Fields{"path": up.name, "id": res.ID, "size": res.Size}).Debug("staging: uploaded")
 	f := fileOf(up.target, res, size)
 	if s.onUploaded != nil {
-		s.onUploaded(up.target, f)
+		s.onUploaded(up.target, f, mod)
 	}
+	s.finishUpload(up, res, f, toDelete)
+}
+
+// clearLocked resets st's failures after a successful upload as res and
+// returns the service files still to delete after it.
+func (s *Staging) clearLocked(st *Staged, res *api.UploadResult) []int64 {
+	s.mine.Add(res.ID, struct{}{})
+	st.lastErr, st.permErr, st.attempts, st.retries, st.retryAsked = nil, nil, 0, 0, false
+	st.deleteAfter = slices.DeleteFunc(st.deleteAfter, func(id int64) bool { return id == res.ID })
+	s.saveLocked(st, true)
+	return slices.Clone(st.deleteAfter)
+}
+
+// settleConflict ends an upload that went up as a conflict copy (c): the
+// mount is told, and the staged file settles as after any upload, but shows
+// no file of its own once retired: the name holds the other writer's.
+func (s *Staging) settleConflict(up *upload, res *api.UploadResult, c Conflict) {
+	s.mu.Lock()
+	toDelete := s.clearLocked(up.st, res)
+	s.mu.Unlock()
+	if s.onConflict != nil {
+		s.onConflict(up.target, c)
+	}
+	s.finishUpload(up, res, api.File{}, toDelete)
+}
+
+// finishUpload deletes what the upload replaced under other names, then
+// settles st: uploaded as f (retired at once unless open), or waiting again
+// when it changed meanwhile.
+func (s *Staging) finishUpload(up *upload, res *api.UploadResult, f api.File, toDelete []int64) {
+	st := up.st
 	deleted := s.deleteReplaced(up.name, toDelete)
+	kept := s.keepData(st, f)
 
 	s.mu.Lock()
 	if st.removed {
 		s.mu.Unlock()
 		s.dropUploaded(up, res)
+		s.handOver(f, kept, false)
 		return
 	}
-	defer s.mu.Unlock()
+	retired := false
 	st.deleteAfter = slices.DeleteFunc(st.deleteAfter, func(id int64) bool { return slices.Contains(deleted, id) })
 	if st.gen == up.gen && st.target == up.target && len(st.deleteAfter) == 0 {
 		st.state = stUploaded
 		st.uploadedAs = f
 		if st.writers == 0 && st.readers == 0 {
 			s.retireLocked(st)
+			retired = true
 		} else {
 			s.saveLocked(st, true)
 		}
@@ -261,6 +332,36 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 	}
 	s.countLocked(res)
 	s.endLocked(up)
+	s.mu.Unlock()
+	s.handOver(f, kept, retired)
+}
+
+// keepData links st's data file aside (no copy), before st may retire and
+// its files go, so that what was uploaded as f can become its content cache
+// entry (handOver). "" when there is nothing to hand over.
+func (s *Staging) keepData(st *Staged, f api.File) string {
+	if s.onRetired == nil || f.ID == 0 {
+		return ""
+	}
+	kept := s.dataPath(st.seq) + ".kept"
+	os.Remove(kept)
+	if err := os.Link(s.dataPath(st.seq), kept); err != nil {
+		return ""
+	}
+	return kept
+}
+
+// handOver gives the data kept of an upload to the content cache when the
+// staged file retired unchanged (nobody can write it any more: it is the
+// content of f), and removes it otherwise.
+func (s *Staging) handOver(f api.File, kept string, retired bool) {
+	if kept == "" {
+		return
+	}
+	if retired {
+		s.onRetired(f, kept)
+	}
+	os.Remove(kept)
 }
 
 // deleteReplaced deletes the service files an upload to t replaced under

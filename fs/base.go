@@ -77,8 +77,9 @@ func (Common) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno
 
 // Inode numbers: the fixed folders are small; a service object's is its id
 // above 2^40 (ids are unique across the organization and its areas); a
-// computer's folder is its id above 2^41; a file not yet on the service has a
-// hash of its folder and name above 2^62 (stagedIno); the control tree's
+// computer's folder is its id above 2^41; a file not yet on the service has
+// its staged copy's number above 2^62 + 2^61 (stagedIno), a desktop file kept
+// in memory a hash of its folder and name above 2^62 (nameIno); the control tree's
 // nodes (package fs/ctl) have a hash of their path above 2^63.
 const (
 	inoRoot       = 1
@@ -88,12 +89,34 @@ const (
 	inoCtl        = 5
 )
 
-func fileIno(id int64) uint64    { return 1<<40 + uint64(id) }
+func fileIno(id int64) uint64 { return 1<<40 + uint64(id) }
+
+// inoOf is the inode number of service file id: the number its predecessor
+// had, when the mount itself uploaded it as a new version (a file keeps its
+// number across its own upload: make, rsync and git compare them), else its
+// own.
+func (f *FS) inoOf(id int64) uint64 {
+	if ino, ok := f.inos.Get(id); ok {
+		return ino
+	}
+	return fileIno(id)
+}
 func machineIno(id int64) uint64 { return 1<<41 + uint64(id) }
 
-// stagedIno is the inode number of a file not yet on the service: stable for
-// its folder and name.
-func stagedIno(parent cache.DirKey, name string) uint64 {
+// stagedIno is the inode number of a file not yet on the service: the one
+// its node had, when the staged copy is the next version of a file the
+// kernel knows (an edit, a rename), else one of its own, unique for the
+// mount's life. A number never stands for a name: a file renamed keeps
+// its number, and a new file at the old name gets another.
+func (f *FS) stagedIno(st *cache.Staged) uint64 {
+	if ino, ok := f.pendingInos.Get(st.Seq()); ok {
+		return ino
+	}
+	return 1<<62 | 1<<61 | uint64(st.Seq())
+}
+
+// nameIno is a number for a name in a folder, stable for both.
+func nameIno(parent cache.DirKey, name string) uint64 {
 	h := fnv.New64a()
 	var b [24]byte
 	binary.LittleEndian.PutUint64(b[0:], uint64(parent.Area.Kind))
@@ -101,7 +124,7 @@ func stagedIno(parent cache.DirKey, name string) uint64 {
 	binary.LittleEndian.PutUint64(b[16:], uint64(parent.ID))
 	h.Write(b[:])
 	h.Write([]byte(name))
-	return 1<<62 | h.Sum64()>>2
+	return 1<<62 | h.Sum64()>>3
 }
 
 // DirMode is a folder's permissions: 0777 less the umask.

@@ -149,7 +149,11 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 // with the listing (go-fuse would otherwise drop a new node for the known
 // one).
 func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gofs.Inode {
-	if ch := n.GetChild(name); ch != nil && ch.StableAttr().Ino == fileIno(f.ID) {
+	ch := n.GetChild(name)
+	if op, ok := opsOf(ch).(*fileNode); ok {
+		op.refreshStaged() // an upload that ended gives its inode number to the new version
+	}
+	if ch != nil && ch.StableAttr().Ino == n.fsys.inoOf(f.ID) {
 		switch op := ch.Operations().(type) {
 		case *fileNode:
 			op.update(n.key, f)
@@ -166,16 +170,28 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gof
 			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: fileIno(f.ID)})
 	}
 	return n.NewInode(ctx, n.fsys.newFileNode(n.key, f, nil),
-		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: fileIno(f.ID)})
+		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: n.fsys.inoOf(f.ID)})
 }
 
-// stagedChild returns the inode of a pending file of this folder; a known one
-// (still in the folder, or a removed one the kernel still holds open under
-// the same number) is pointed at st.
+// opsOf is the node of an inode, nil for none.
+func opsOf(ch *gofs.Inode) gofs.InodeEmbedder {
+	if ch == nil {
+		return nil
+	}
+	return ch.Operations()
+}
+
+// stagedChild returns the inode of a pending file of this folder: the one
+// the kernel knows at the name when st is its next version (succeeds), else
+// one of st's own (stagedIno).
 func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged) *gofs.Inode {
-	ino := stagedIno(n.key, name)
+	ino := n.fsys.stagedIno(st)
 	ch := n.GetChild(name)
-	if ch == nil || ch.StableAttr().Ino != ino {
+	switch {
+	case ch != nil && ch.StableAttr().Ino == ino:
+	case ch != nil && succeeds(ch, st):
+		n.fsys.pendingInos.Add(st.Seq(), ch.StableAttr().Ino) // the next version keeps the number
+	default:
 		ch = n.NewInode(ctx, n.fsys.newFileNode(n.key, api.File{Name: name}, st),
 			gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
 	}
@@ -187,16 +203,30 @@ func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged
 	return ch
 }
 
+// succeeds reports whether st is the next version of the file node ch shows:
+// ch shows st already, or the service file st replaces (an edit of a listed
+// file). The node, and its inode number, stay.
+func succeeds(ch *gofs.Inode, st *cache.Staged) bool {
+	fn, ok := ch.Operations().(*fileNode)
+	if !ok {
+		return false
+	}
+	replaces := st.Replaces()
+	fn.mu.Lock()
+	defer fn.mu.Unlock()
+	return fn.unlinked == nil && (fn.staged == st || replaces != 0 && fn.staged == nil && fn.file.ID == replaces)
+}
+
 // Readdir lists the folder: the listing, where a pending file of a listed
 // name stands for the listed one, then the pending files of new names, then
 // the local-only files.
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	var names []string // by name (Staging.Pending's order)
-	pending := map[string]bool{}
+	pending := map[string]*cache.Staged{}
 	if n.fsys.store.Staging != nil {
 		for _, st := range n.fsys.store.Staging.Pending(n.key.Area, n.key.ID) {
 			names = append(names, st.Target().Name)
-			pending[st.Target().Name] = true
+			pending[st.Target().Name] = st
 		}
 	}
 	v, errno := n.load(ctx)
@@ -206,18 +236,18 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	entries := make([]fuse.DirEntry, len(v.names), len(v.names)+len(pending))
 	for i, f := range v.files {
 		name := v.names[i]
-		mode, ino := uint32(syscall.S_IFREG), fileIno(f.ID)
+		mode, ino := uint32(syscall.S_IFREG), n.fsys.inoOf(f.ID)
 		if f.IsDir() {
 			mode = syscall.S_IFDIR
 		}
-		if pending[name] {
-			mode, ino = syscall.S_IFREG, stagedIno(n.key, name)
+		if st := pending[name]; st != nil {
+			mode, ino = syscall.S_IFREG, n.fsys.stagedIno(st)
 		}
 		entries[i] = fuse.DirEntry{Name: name, Mode: mode, Ino: ino}
 	}
 	for _, name := range names {
 		if _, listed := v.byName[name]; !listed {
-			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: stagedIno(n.key, name)})
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: n.fsys.stagedIno(pending[name])})
 		}
 	}
 	for _, name := range n.fsys.local.names(n.key) {

@@ -92,8 +92,10 @@ func (n *fileNode) refreshStaged() *cache.Staged {
 		t := st.Target() // where it went, wherever the node was before
 		n.parent = cache.DirKey{Area: t.Area, ID: t.ParentID}
 		n.file = api.File{Name: t.Name} // removed: a placeholder until the listing is read
-		if f, ok := st.Uploaded(); ok {
+		if f, ok := st.Uploaded(); ok && f.ID != 0 {
 			n.file = f
+			// The new version keeps the node's inode number (base.go).
+			n.fsys.inos.Add(f.ID, n.StableAttr().Ino)
 		}
 		if l, ok := n.fsys.store.Dirs.Cached(n.parent); ok {
 			for _, f := range l.Files {
@@ -236,7 +238,11 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 		fuseFlags |= fuse.FOPEN_KEEP_CACHE
 	}
 	n.fsys.open.open(f.ID)
-	return &readHandle{node: n, r: r}, fuseFlags, 0
+	h := &readHandle{node: n, r: r}
+	// Pages the kernel keeps may already have shown this version's bytes
+	// through the handle: it can no longer move to another (handle.go).
+	h.served.Store(keep)
+	return h, fuseFlags, 0
 }
 
 // Setattr truncates (through the staging copy) and sets the time shown;
@@ -312,6 +318,9 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	} else {
 		// Complete before anybody sees it (Store.StageCopy).
 		st, err = n.fsys.store.StageCopy(ctx, n.target(), f, f.ID)
+		if err != nil && cache.Gone(err) {
+			st, err = n.stageReplaced(ctx, f)
+		}
 	}
 	if err != nil {
 		return nil, Errno(n.fsys.log, "staging "+n.Path(nil), err)
@@ -319,6 +328,30 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	st.SetPath(n.Path(nil))
 	n.setStaged(st)
 	return st, 0
+}
+
+// stageReplaced stages the file for writing when the version f, the one its
+// listing gave, is gone from the service (another writer replaced or deleted
+// it): a copy of the version the name holds now (one listing), or an empty
+// file when there is none. The change still starts from f, so its upload
+// checks the name and goes up beside the other writer's version as a
+// conflict copy (cache/conflicts.go) instead of replacing it.
+func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*cache.Staged, error) {
+	n.fsys.store.Changed(n.parentKey(), f.ID)
+	n.mu.Lock()
+	if n.file.ID == f.ID {
+		n.file = api.File{Name: f.Name} // a placeholder: current lists the folder
+	}
+	n.mu.Unlock()
+	cur, errno := n.current(ctx)
+	if errno != 0 {
+		st, err := n.fsys.store.Staging.Create(n.target(), f.ID)
+		if err == nil {
+			st.OpenWriter()
+		}
+		return st, err
+	}
+	return n.fsys.store.StageCopy(ctx, n.target(), cur, f.ID)
 }
 
 func (n *fileNode) setStaged(st *cache.Staged) {

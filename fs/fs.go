@@ -43,6 +43,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/cache"
@@ -76,8 +77,10 @@ type FS struct {
 	start time.Time // the mount's start: the times of what has none
 
 	// Mutable state
-	local localFiles // desktop litter, kept in memory (local.go)
-	open  openFiles  // read handles per service file; files unlinked while open (unlinked.go)
+	inos        *lru.Cache[int64, uint64] // inode numbers kept across the mount's own uploads, by the new version's id; safe for concurrent use
+	pendingInos *lru.Cache[int64, uint64] // inode numbers kept by staged copies (edits, renames), by their number; safe for concurrent use
+	local       localFiles                // desktop litter, kept in memory (local.go)
+	open        openFiles                 // read handles per service file; files unlinked while open (unlinked.go)
 }
 
 // New makes the tree of a mount.
@@ -85,8 +88,20 @@ func New(deps Deps, opts Options) *FS {
 	if opts.AttrTimeout <= 0 {
 		opts.AttrTimeout = time.Second
 	}
-	return &FS{store: deps.Store, log: deps.Log, opts: opts, start: time.Now()}
+	inos, err := lru.New[int64, uint64](keptInos)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	pending, err := lru.New[int64, uint64](keptInos)
+	if err != nil {
+		panic(err)
+	}
+	return &FS{store: deps.Store, log: deps.Log, opts: opts, start: time.Now(), inos: inos, pendingInos: pending}
 }
+
+// keptInos is how many inode numbers of files the mount uploaded it keeps
+// for their new versions.
+const keptInos = 1 << 16
 
 // MountOptions are how the tree is mounted, and what its root holds besides
 // the storage.

@@ -145,7 +145,7 @@ func (f *localFile) resizeLocked(l *localFiles, size int64) syscall.Errno {
 }
 
 // localIno is the inode number of a local-only file.
-func localIno(dir cache.DirKey, name string) uint64 { return stagedIno(dir, "\x00local\x00"+name) }
+func localIno(dir cache.DirKey, name string) uint64 { return nameIno(dir, "\x00local\x00"+name) }
 
 // localNode is a local-only file in the tree.
 type localNode struct {

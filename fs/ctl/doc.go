@@ -18,7 +18,7 @@
 // results.go (actions, refusals, outcomes and each folder's result), memo.go
 // (the service's answers kept for the listing cache time), tree.go (Tree:
 // dependencies and state; .ctl/ itself: README, usage, software, seats,
-// stats, refresh), uploads.go (uploads, uploads.json, sync), downloads.go
+// stats, refresh), uploads.go (uploads, uploads.json, sync, conflicts, conflicts.json), downloads.go
 // (downloads/), machines.go (machines/<id>/), live.go (machines/<id>/live/
 // and the task ZIPs of machines/<id>/tasks/), images.go (images/), logs.go
 // (logs/), and readme.txt (.ctl/README, embedded).

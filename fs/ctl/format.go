@@ -71,6 +71,7 @@ type Stats struct {
 		Uploaded    int64 `json:"uploaded"`
 		Bytes       int64 `json:"bytes"`
 		StagedBytes int64 `json:"staged_bytes"`
+		Conflicts   int64 `json:"conflicts"` // files that went up as conflict copies beside another writer's version
 	} `json:"uploads"`
 }
 

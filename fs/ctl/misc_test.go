@@ -293,3 +293,53 @@ func TestCtlActionRefreshesEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// .ctl/conflicts lists a change that met another writer's: a file staged
+// here from a version that a script replaced meanwhile went up beside it.
+func TestCtlConflicts(t *testing.T) {
+	e := ctlEnv(t, envOptions{WriteBack: time.Hour, Desk: "desk-t"})
+	if got := e.read("conflicts"); got != "" {
+		t.Fatalf("conflicts before any: %q", got)
+	}
+	p := e.Path("shared", "plan.txt")
+	if err := os.WriteFile(p, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.mustWrite("shared/plan.txt", "sync")
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(" and mine")
+	f.Close()
+	// A script replaces it before this desk's upload.
+	if _, err := e.Client.Upload(t.Context(), api.UploadRequest{Name: "plan.txt", Size: 6, Overwrite: true, Body: strings.NewReader("theirs")}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustWrite("shared/plan.txt", "sync")
+
+	line := e.read("conflicts")
+	if !strings.Contains(line, " shared/plan.txt kept as shared/plan (conflict ") || !strings.Contains(line, " desk-t).txt (11 bytes)") {
+		t.Fatalf(".ctl/conflicts: %q", line)
+	}
+	var cs []struct {
+		Path   string `json:"path"`
+		Copy   string `json:"copy"`
+		Theirs int64  `json:"their_id"`
+		Ours   int64  `json:"our_id"`
+		Size   int64  `json:"size"`
+	}
+	e.readJSON(&cs, "conflicts.json")
+	if len(cs) != 1 || cs[0].Path != "shared/plan.txt" || !strings.HasPrefix(cs[0].Copy, "shared/plan (conflict ") || cs[0].Theirs == 0 || cs[0].Ours == 0 || cs[0].Size != 11 {
+		t.Fatalf(".ctl/conflicts.json: %+v", cs)
+	}
+	var st struct {
+		Uploads struct {
+			Conflicts int64 `json:"conflicts"`
+		} `json:"uploads"`
+	}
+	e.readJSON(&st, "stats")
+	if st.Uploads.Conflicts != 1 {
+		t.Fatalf("stats: %d conflicts", st.Uploads.Conflicts)
+	}
+}

@@ -130,6 +130,8 @@ func (t *Tree) newRoot() *dirNode {
 		t.dirEntry(dir, "downloads", t.downloadsList, t.downloadFind),
 		t.volatileEntry(dir, "uploads", 0o644, t.uploadsRead, t.uploadsAction()),
 		t.volatileEntry(dir, "uploads.json", 0o444, jsonRead(t.uploadsJSON), nil),
+		t.volatileEntry(dir, "conflicts", 0o444, t.conflictsRead, nil),
+		t.volatileEntry(dir, "conflicts.json", 0o444, jsonRead(t.conflictsJSON), nil),
 		t.fileEntry(dir, "sync", 0o200, nil, t.syncAction()),
 		t.volatileEntry(dir, "stats", 0o444, jsonRead(func(context.Context) (*Stats, error) { return t.Stats(), nil }), nil),
 		t.fileEntry(dir, "refresh", 0o200, nil, refresh),
@@ -245,6 +247,7 @@ func (t *Tree) Stats() *Stats {
 		ss := t.store.Staging.Stats()
 		s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed = ss.Pending, ss.Uploading, ss.Failed
 		s.Uploads.Uploaded, s.Uploads.Bytes, s.Uploads.StagedBytes = ss.Uploaded, ss.Bytes, ss.StagedBytes
+		s.Uploads.Conflicts = ss.Conflicts
 	}
 	return &s
 }

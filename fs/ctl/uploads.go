@@ -1,8 +1,10 @@
 package ctl
 
 // The upload queue's control files: .ctl/uploads (one line a staged file;
-// write retry, or discard PATH), .ctl/uploads.json (the same for programs)
-// and .ctl/sync (write paths: returns once they are on the service).
+// write retry, or discard PATH), .ctl/uploads.json (the same for programs),
+// .ctl/sync (write paths: returns once they are on the service), and
+// .ctl/conflicts and conflicts.json (the changes that met another writer's
+// and went up as conflict copies).
 //
 // Locks: none of its own (the staging's, inside the cache calls).
 
@@ -39,6 +41,29 @@ func (t *Tree) uploadsJSON(context.Context) ([]Upload, error) {
 			p = e.Target.String()
 		}
 		out = append(out, Upload{Path: p, State: e.State, Size: e.Size, Done: e.Done, Total: e.Total, Attempts: e.Attempts, Error: e.Err})
+	}
+	return out, nil
+}
+
+// conflictsRead is .ctl/conflicts: one line per conflict, oldest first.
+func (t *Tree) conflictsRead(context.Context) ([]byte, error) {
+	var b bytes.Buffer
+	if t.store.Staging != nil {
+		cs, _ := t.store.Staging.Conflicts()
+		for _, c := range cs {
+			b.WriteString(c.String())
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// conflictsJSON is .ctl/conflicts.json: the conflicts for programs.
+func (t *Tree) conflictsJSON(context.Context) ([]cache.Conflict, error) {
+	out := []cache.Conflict{}
+	if t.store.Staging != nil {
+		cs, _ := t.store.Staging.Conflicts()
+		out = append(out, cs...)
 	}
 	return out, nil
 }

@@ -40,6 +40,7 @@ type Options struct {
 	ReadOnly   bool
 	WriteBack  time.Duration  // default 50ms
 	StagingDir string         // default CACHE/staging
+	Desk       string         // the desk's name in conflict copies' names
 	Log        *logrus.Logger // the mount's log; default testkit.Log
 	// Client tunes the API client (a transport that watches requests); its
 	// PerPage and Clock are filled in.
@@ -108,7 +109,7 @@ func (e *Env) Mount() {
 		Dir: e.CacheDir, StagingDir: e.Opts.StagingDir, Client: e.Client, MaxSize: e.Opts.CacheMax,
 		DirCacheTime: e.Opts.DirTTL, WriteBack: cmp.Or(e.Opts.WriteBack, 50*time.Millisecond),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ReadOnly: e.Opts.ReadOnly,
-		Bundle: bo, Log: testkit.Log(t),
+		Bundle: bo, Log: testkit.Log(t), Desk: e.Opts.Desk,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +128,24 @@ func (e *Env) Mount() {
 		}
 		store.Close()
 	})
+}
+
+// Another is a second desk of the env's organization: a mount of the same
+// emulator with its own client, cache dir and tree (mount), named desk in
+// its conflict copies. It is undone at the end of the test.
+func (e *Env) Another(desk string, log *logrus.Logger, mount MountFunc) *Env {
+	e.T.Helper()
+	co := e.Opts.Client
+	co.PerPage, co.Clock = e.Opts.PerPage, e.Opts.Emu.Now
+	o := e.Opts
+	o.Desk, o.Log = desk, log
+	if log == nil {
+		log = testkit.Log(e.T)
+	}
+	b := &Env{T: e.T, Srv: e.Srv, Emu: e.Emu, Org: e.Org, Client: testkit.Client(e.T, e.Srv, e.Org, co),
+		CacheDir: e.T.TempDir(), Opts: o, Log: log, mount: mount}
+	b.Mount()
+	return b
 }
 
 // Unmount ends the current mount (a later Mount makes a new one): ended

@@ -49,7 +49,7 @@ var helperFlags = map[string]struct {
 	"write_back": {"--write-back", true}, "drain_timeout": {"--drain-timeout", true},
 	"io_timeout": {"--io-timeout", true}, "transfers": {"--transfers", true},
 	"uid": {"--uid", true}, "gid": {"--gid", true}, "umask": {"--umask", true},
-	"log_file": {"--log-file", true}, "log_level": {"--log-level", true},
+	"log_file": {"--log-file", true}, "log_level": {"--log-level", true}, "desk_name": {"--desk-name", true},
 	"ro": {"--read-only", false}, "allow_other": {"--allow-other", false}, "demo": {"--demo", false},
 }
 

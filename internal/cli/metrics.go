@@ -51,6 +51,7 @@ var metricDefs = map[string]struct {
 	"orgfs_uploads_failed":            {"uploads failed for good, kept staged", nil},
 	"orgfs_uploads_total":             {"files uploaded since the start", nil},
 	"orgfs_uploads_bytes_total":       {"bytes of the files uploaded since the start", nil},
+	"orgfs_conflicts_total":           {"files uploaded as conflict copies beside another writer's version since the start", nil},
 	"orgfs_staged_bytes":              {"local bytes of every staged file", nil},
 }
 
@@ -103,6 +104,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("orgfs_uploads_failed", float64(s.Uploads.Failed))
 	counter("orgfs_uploads_total", float64(s.Uploads.Uploaded))
 	counter("orgfs_uploads_bytes_total", float64(s.Uploads.Bytes))
+	counter("orgfs_conflicts_total", float64(s.Uploads.Conflicts))
 	gauge("orgfs_staged_bytes", float64(s.Uploads.StagedBytes))
 }
 

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +47,7 @@ type mountOptions struct {
 	AllowOther   bool
 	Daemon       bool
 	MetricsAddr  string
+	DeskName     string
 	DebugFUSE    bool
 	CPUProfile   string
 	Log          logging.Options
@@ -63,8 +65,21 @@ func defaultMountOptions() mountOptions {
 		UID:          uint32(os.Geteuid()),
 		GID:          uint32(os.Getegid()),
 		Umask:        0o022,
+		DeskName:     hostName(),
 		Log:          logging.Defaults(),
 	}
+}
+
+// hostName is the machine's short name: the default --desk-name.
+func hostName() string {
+	h, _ := os.Hostname()
+	h, _, _ = strings.Cut(h, ".")
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '(' || r == ')' || r < ' ' {
+			return '-'
+		}
+		return r
+	}, h)
 }
 
 const mountSynopsis = ` MOUNTPOINT
@@ -97,6 +112,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.AllowOther, "allow-other", o.AllowOther, "let other users see the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	fs.BoolVar(&o.Daemon, "daemon", o.Daemon, "serve in the background: return once the mount answers (the log goes to --log-file, by default in the user's cache dir)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "serve Prometheus metrics (the counters of .ctl/stats) at http://ADDR/metrics, e.g. 127.0.0.1:9464")
+	fs.StringVar(&o.DeskName, "desk-name", o.DeskName, "this desk's name in the names of conflict copies: \"report (conflict 2026-11-25 1432 NAME).docx\" is this desk's version of a file another writer changed meanwhile")
 	fs.BoolVar(&o.DebugFUSE, "debug-fuse", o.DebugFUSE, "log every FUSE request")
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile of the daemon to this file (development)")
 	fs.MarkHidden("cpu-profile")
@@ -314,6 +330,7 @@ func openStores(client *api.Client, cacheDir string, o mountOptions, log logrus.
 	store, err := cache.OpenStore(cache.StoreOptions{
 		Dir: cacheDir, Client: client, MaxSize: int64(o.CacheMaxSize), DirCacheTime: o.DirCacheTime,
 		ReadAhead: int64(o.ReadAhead), Transfers: o.Transfers, WriteBack: o.WriteBack, ReadOnly: o.ReadOnly, Log: log,
+		Desk: o.DeskName,
 	})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs/ctl"
 	"github.com/orgfs/orgfs/internal/units"
 )
@@ -26,14 +27,16 @@ import (
 const statusSynopsis = ` [MOUNTPOINT]
 
 Shows a mount's upload queue (a bar per file, a total with rate and time
-left), failed uploads with their reason, cache use and hit rate, requests and
-errors by code. It reads .ctl/stats and .ctl/uploads.json. Without
+left), failed uploads with their reason, the latest conflict copies (changes
+that met another writer's), cache use and hit rate, requests and errors by
+code. It reads .ctl/stats, .ctl/uploads.json and .ctl/conflicts.json. Without
 MOUNTPOINT, the only orgfs mount there is.`
 
 // status is what orgfs status shows: the stats and the queue.
 type status struct {
-	Stats   ctl.Stats    `json:"stats"`
-	Uploads []ctl.Upload `json:"uploads"`
+	Stats     ctl.Stats        `json:"stats"`
+	Uploads   []ctl.Upload     `json:"uploads"`
+	Conflicts []cache.Conflict `json:"conflicts"`
 }
 
 func readStatus(mnt string) (status, error) {
@@ -41,8 +44,14 @@ func readStatus(mnt string) (status, error) {
 	if err := readCtl(mnt, "stats", &st.Stats); err != nil {
 		return st, err
 	}
-	return st, readCtl(mnt, "uploads.json", &st.Uploads)
+	if err := readCtl(mnt, "uploads.json", &st.Uploads); err != nil {
+		return st, err
+	}
+	return st, readCtl(mnt, "conflicts.json", &st.Conflicts)
 }
+
+// shownConflicts is how many of the latest conflicts orgfs status lists.
+const shownConflicts = 5
 
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", statusSynopsis, stdout)
@@ -101,6 +110,12 @@ func printSummary(w io.Writer, mnt string, st status) {
 	for _, u := range st.Uploads {
 		if u.State == "failed" {
 			fmt.Fprintf(w, "  FAILED    %s: %s (echo retry > .ctl/uploads)\n", u.Path, u.Error)
+		}
+	}
+	if s.Uploads.Conflicts > 0 {
+		fmt.Fprintf(w, "  conflicts %d since the mount: another writer changed these files meanwhile; theirs kept the name (cat .ctl/conflicts)\n", s.Uploads.Conflicts)
+		for _, c := range st.Conflicts[max(0, len(st.Conflicts)-shownConflicts):] {
+			fmt.Fprintf(w, "  CONFLICT  %s: yours is %s\n", c.Path, c.Copy)
 		}
 	}
 }

@@ -1,0 +1,167 @@
+package cache
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+func TestConflictName(t *testing.T) {
+	when := time.Date(2026, 11, 25, 14, 32, 7, 0, time.UTC)
+	for _, c := range []struct {
+		name, desk string
+		try        int
+		want       string
+	}{
+		{"report.docx", "desk-a", 0, "report (conflict 2026-11-25 1432 desk-a).docx"},
+		{"notes", "desk-a", 0, "notes (conflict 2026-11-25 1432 desk-a)"},
+		{".bashrc", "", 0, ".bashrc (conflict 2026-11-25 1432)"},
+		{"a.tar.gz", "b", 2, "a.tar (conflict 2026-11-25 1432 b 2).gz"},
+		{strings.Repeat("é", 120) + ".txt", "d", 0, strings.Repeat("é", 111) + " (conflict 2026-11-25 1432 d).txt"},
+	} {
+		got := ConflictName(c.name, when, c.desk, c.try)
+		if got != c.want || len(got) > 255 {
+			t.Errorf("ConflictName(%q, %q, %d) = %q (%d bytes), want %q", c.name, c.desk, c.try, got, len(got), c.want)
+		}
+	}
+}
+
+// conflictCopy returns the one file of the root whose name is a conflict
+// copy of name's stem, with its content.
+func (e *stagingEnv) conflictCopy(stem string) (string, []byte) {
+	e.t.Helper()
+	var found []string
+	for n := range e.list(Area{Kind: Shared}, 0) {
+		if strings.HasPrefix(n, stem+" (conflict ") {
+			found = append(found, n)
+		}
+	}
+	if len(found) != 1 {
+		e.t.Fatalf("conflict copies of %q on the service: %q, want one", stem, found)
+	}
+	f := e.list(Area{Kind: Shared}, 0)[found[0]]
+	return found[0], e.content(f)
+}
+
+// wantConflict checks that the staging recorded exactly one conflict, of
+// path p, with the copy named copyName.
+func wantConflict(t *testing.T, s *Staging, name, copyName string, base int64) {
+	t.Helper()
+	cs, n := s.Conflicts()
+	if n != 1 || len(cs) != 1 || s.Stats().Conflicts != 1 {
+		t.Fatalf("conflicts: %d %+v (stats %d), want 1", n, cs, s.Stats().Conflicts)
+	}
+	c := cs[0]
+	if !strings.HasSuffix(c.Path, name) || !strings.HasSuffix(c.Copy, copyName) || c.Base != base || c.Theirs == 0 || c.Ours == 0 {
+		t.Fatalf("conflict %+v, want %s kept as %s from %d", c, name, copyName, base)
+	}
+}
+
+// A new file whose name another writer created meanwhile: theirs stays under
+// the name, ours goes up beside it as a conflict copy (last writer won
+// before, silently losing theirs).
+func TestStagingNameTakenMeanwhileKeepsBoth(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour, Desk: "desk-b"})
+	tg := stagingShared("race.txt")
+	data := testkit.RandBytes(3000, 10)
+	st := e.create(s, tg, 0, data)
+	// Someone else creates the name before the upload.
+	e.serviceFile(tg, []byte("theirs"))
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, []byte("theirs"))
+	name, got := e.conflictCopy("race")
+	if string(got) != string(data) || !strings.Contains(name, " desk-b).txt") {
+		t.Fatalf("conflict copy %q holds %d bytes, want ours (%d)", name, len(got), len(data))
+	}
+	wantConflict(t, s, "race.txt", name, 0)
+	e.wantNothingStaged(s)
+}
+
+// A change of a service file that another writer replaced meanwhile (a
+// stale listing, an edit left open): both versions survive.
+func TestStagingReplacedMeanwhileKeepsBoth(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour, Desk: "desk-b"})
+	tg := stagingShared("f.txt")
+	orig := e.serviceFile(tg, []byte("orig"))
+	st := e.create(s, tg, orig, []byte("orig+x"))
+	// Another desk replaces it (overwrite: a new id), and our change,
+	// started from orig, must not silently revert theirs.
+	if err := e.emu.DeleteFile(emulator.OrgA, orig); err != nil {
+		t.Fatal(err)
+	}
+	e.serviceFile(tg, []byte("replaced"))
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, []byte("replaced"))
+	name, got := e.conflictCopy("f")
+	if string(got) != "orig+x" {
+		t.Fatalf("conflict copy %q holds %q", name, got)
+	}
+	wantConflict(t, s, "f.txt", name, orig)
+
+	// A second one the same minute takes a numbered name.
+	st2 := e.create(s, tg, orig, []byte("second"))
+	if err := s.Flush(context.Background(), st2); err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, []byte("replaced"))
+	if _, n := s.Conflicts(); n != 2 {
+		t.Fatalf("%d conflicts, want 2", n)
+	}
+}
+
+// A change of a service file that another writer deleted meanwhile puts it
+// back, with no conflict: nothing of theirs is lost.
+func TestStagingDeletedMeanwhileComesBack(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	tg := stagingShared("gone.txt")
+	orig := e.serviceFile(tg, []byte("orig"))
+	st := e.create(s, tg, orig, []byte("mine"))
+	if err := e.emu.DeleteFile(emulator.OrgA, orig); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, []byte("mine"))
+	if _, n := s.Conflicts(); n != 0 {
+		t.Fatalf("%d conflicts, want none", n)
+	}
+}
+
+// An editor's save (rename to file~, write file) meets a 451 while the
+// rename's delete waits: the version at the name is the mount's own, so it
+// is overwritten with no conflict and no warning.
+func TestStagingOwnRenameIsNoConflict(t *testing.T) {
+	e := newStagingEnv(t, emulator.Options{})
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	tg, backup := stagingShared("doc.txt"), stagingShared("doc.txt~")
+	old := e.serviceFile(tg, []byte("v1"))
+	bak := e.create(s, backup, 0, []byte("v1"))
+	bak.DeleteAfterUpload(old)
+	st := e.create(s, tg, 0, []byte("v2"))
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(context.Background(), bak); err != nil {
+		t.Fatal(err)
+	}
+	e.want(tg, []byte("v2"))
+	e.want(backup, []byte("v1"))
+	if _, n := s.Conflicts(); n != 0 {
+		t.Fatalf("%d conflicts, want none", n)
+	}
+	if n := e.emu.Stats().Codes[451]; n == 0 {
+		t.Fatal("no 451 was met: the test did not play the editor's order")
+	}
+}

@@ -16,8 +16,10 @@ package cache
 // listing runs without it.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"time"
@@ -135,11 +137,19 @@ func (s *Staging) checkVersion(up *upload) error {
 		return err
 	}
 	s.mu.Lock()
+	known := found && (cur.ID == up.replaces || s.knownLocked(cur.ID))
+	s.mu.Unlock()
+	if found && !known && s.sameContent(up.ctx, cur, up.st) {
+		// This file's own content, uploaded by an attempt whose end this
+		// mount did not learn (a crash after the service completed it).
+		known = true
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case !found:
 		up.overwrite = false
-	case cur.ID == up.replaces || s.knownLocked(cur.ID):
+	case known:
 		up.overwrite = true
 	default:
 		up.overwrite = false
@@ -147,6 +157,40 @@ func (s *Staging) checkVersion(up *upload) error {
 		up.copyName = ConflictName(up.target.Name, time.Now(), s.desk, up.st.copyTry)
 	}
 	return nil
+}
+
+// sameContent reports whether service file f holds exactly st's content
+// now: same size, then the same bytes, compared as they stream (a download,
+// made only where a conflict would be declared otherwise).
+func (s *Staging) sameContent(ctx context.Context, f api.File, st *Staged) bool {
+	fi, err := st.f.Stat()
+	if err != nil || fi.Size() != f.Size {
+		return false
+	}
+	if f.Size == 0 {
+		return true
+	}
+	link, err := s.client.FileURL(ctx, f.ID)
+	if err != nil {
+		return false
+	}
+	r, err := s.client.ReadRange(ctx, link.URL, 0, f.Size)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	theirs, ours := make([]byte, 64<<10), make([]byte, 64<<10)
+	for off := int64(0); off < f.Size; {
+		n, err := io.ReadFull(r, theirs[:min(int64(len(theirs)), f.Size-off)])
+		if err != nil {
+			return false
+		}
+		if _, err := st.f.ReadAt(ours[:n], off); err != nil || !bytes.Equal(theirs[:n], ours[:n]) {
+			return false
+		}
+		off += int64(n)
+	}
+	return true
 }
 
 // conflictedLocked settles an upload that went up as a conflict copy: it is

@@ -258,6 +258,12 @@ func (d *Dirs) DropSeats() {
 // shows at once without a new listing. A folder not cached is left alone: its
 // next listing will have the file.
 func (d *Dirs) Put(key DirKey, f api.File) {
+	d.mu.Lock()
+	hidden := d.hide[f.ID]
+	d.mu.Unlock()
+	if hidden {
+		return // renamed away meanwhile (a rename racing the end of its upload)
+	}
 	d.edit(key, func(files []api.File) []api.File {
 		out := make([]api.File, 0, len(files)+1)
 		for _, x := range files {

@@ -78,6 +78,10 @@ type StagingOptions struct {
 	// it, so a file just written is not downloaded to be read. No lock is
 	// held.
 	OnRetired func(f api.File, data string)
+	// OnSuperseded, when set, is called after an upload to t made service
+	// file id that the staging deletes later (the file was renamed while it
+	// went up): no listing may show it meanwhile. No lock is held.
+	OnSuperseded func(t Target, id int64)
 }
 
 func (o StagingOptions) withDefaults() StagingOptions {
@@ -110,12 +114,13 @@ type StagingStats struct {
 // small files beside them (see smallFile).
 type Staging struct {
 	// dependencies
-	client     Client
-	log        logrus.FieldLogger
-	onUploaded func(Target, api.File, time.Time)
-	onFailed   func(Target, error)
-	onConflict func(Target, Conflict)
-	onRetired  func(api.File, string)
+	client       Client
+	log          logrus.FieldLogger
+	onUploaded   func(Target, api.File, time.Time)
+	onFailed     func(Target, error)
+	onConflict   func(Target, Conflict)
+	onRetired    func(api.File, string)
+	onSuperseded func(Target, int64)
 	// constants
 	desk                   string
 	dir                    string
@@ -166,7 +171,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Staging{
-		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onRetired: opts.OnRetired, desk: opts.Desk,
+		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onRetired: opts.OnRetired, onSuperseded: opts.OnSuperseded, desk: opts.Desk,
 		dir: opts.Dir, writeBack: opts.WriteBack, transfers: opts.Transfers, parallel: opts.Parallel,
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 		ctx: ctx, cancel: cancel,

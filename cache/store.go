@@ -94,7 +94,8 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	}
 	s.Staging, err = OpenStaging(StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
 		Transfers: transfers, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
-		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk})
+		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk,
+		OnSuperseded: func(t Target, id int64) { s.Dirs.Hide(DirKey{Area: t.Area, ID: t.ParentID}, id) }})
 	return s, err
 }
 
@@ -199,6 +200,18 @@ func Gone(err error) bool {
 	return api.IsNotFound(err) || errors.Is(err, ErrChanged) || api.IsURLExpired(err)
 }
 
+// Check looks version m up on the service when its content is not all in
+// the cache (the request its first read would make, its URL then kept for
+// that read): an error that Gone reports says another writer replaced or
+// deleted it.
+func (s *Store) Check(ctx context.Context, m Meta) error {
+	if m.Size == 0 || s.Content.Complete(m) {
+		return nil
+	}
+	_, err := s.Fetcher.url(ctx, m.ID, "")
+	return err
+}
+
 // Changed is what a read that found a file different from its listing
 // (ErrChanged) does: the listing and the content are forgotten, so the next
 // open sees the service's version.
@@ -220,13 +233,19 @@ func (s *Store) Supersede(parent DirKey, old api.File, st *Staged) {
 // holds leaves it: an upload of the file that ended just before the move
 // put it there, and the staging deletes it once the new name is up.
 func (s *Store) Move(st *Staged, to Target, replaces int64) error {
-	from := st.Target()
+	from, uploaded := st.Target(), st.Replaces()
 	if err := s.Staging.RenameReplacing(st, to, replaces); err != nil {
 		return err
 	}
 	s.Times.Move(from, to)
 	if from != to {
-		s.Dirs.HideName(DirKey{Area: from.Area, ID: from.ParentID}, from.Name)
+		fromKey := DirKey{Area: from.Area, ID: from.ParentID}
+		s.Dirs.HideName(fromKey, from.Name)
+		if uploaded != 0 && uploaded != replaces {
+			// The version at the old name, deleted once the new name is up:
+			// hidden by id too, as a listing not cached now would show it.
+			s.Dirs.Hide(fromKey, uploaded)
+		}
 	}
 	return nil
 }

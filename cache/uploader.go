@@ -262,6 +262,9 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 		s.countLocked(res)
 		s.endLocked(up)
 		s.mu.Unlock()
+		if s.onSuperseded != nil {
+			s.onSuperseded(up.target, res.ID) // no listing may show it meanwhile
+		}
 		return
 	}
 	st.replaces = res.ID // a later upload overwrites this one

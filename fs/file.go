@@ -14,6 +14,7 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
@@ -213,14 +214,29 @@ func (n *fileNode) openPendingReader() *stagedHandle {
 
 // openReader opens the service's content of the file: a read handle. The
 // kernel keeps its cached pages when they are of the same version.
+//
+// Many writers: a version whose content is not all in the cache is looked
+// up on the service first (the request its first read would make). When
+// another writer replaced it since the listing, the folder is listed again
+// and the current version opened instead, for direct I/O: the kernel still
+// holds the old version's size, which must not cut or pad what is read.
 func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
-	if _, errno := n.current(ctx); errno != 0 {
+	f, errno := n.current(ctx)
+	if errno != 0 {
 		return nil, 0, errno
 	}
+	replaced := false
+	if err := n.fsys.store.Check(ctx, cache.MetaOf(f)); err != nil && cache.Gone(err) {
+		if f, errno = n.relist(ctx, f); errno != 0 {
+			return nil, 0, errno
+		}
+		replaced = true
+		n.fsys.log.WithFields(logrus.Fields{"path": n.Path(nil), "id": f.ID}).
+			Info("fs: the file was replaced on the service since it was listed; reading the current version")
+	}
 	n.mu.Lock()
-	f := n.file
 	m := cache.MetaOf(f)
-	keep := n.kernelCache.Same(m)
+	keep := n.kernelCache.Same(m) && !replaced
 	n.kernelCache = m
 	n.mu.Unlock()
 	if b := n.fsys.store.Bundler; b != nil {
@@ -237,12 +253,12 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 	if keep {
 		fuseFlags |= fuse.FOPEN_KEEP_CACHE
 	}
+	if replaced {
+		fuseFlags |= fuse.FOPEN_DIRECT_IO
+		go n.NotifyContent(0, 0) // the old version's size and pages, outside the request
+	}
 	n.fsys.open.open(f.ID)
-	h := &readHandle{node: n, r: r}
-	// Pages the kernel keeps may already have shown this version's bytes
-	// through the handle: it can no longer move to another (handle.go).
-	h.served.Store(keep)
-	return h, fuseFlags, 0
+	return &readHandle{node: n, r: r}, fuseFlags, 0
 }
 
 // Setattr truncates (through the staging copy) and sets the time shown;
@@ -330,6 +346,19 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	return st, 0
 }
 
+// relist finds the version the node's name holds now, f (the listed one)
+// being gone from the service: the folder's listing and f's content are
+// forgotten and the folder listed again. ENOENT when the name is gone too.
+func (n *fileNode) relist(ctx context.Context, f api.File) (api.File, syscall.Errno) {
+	n.fsys.store.Changed(n.parentKey(), f.ID)
+	n.mu.Lock()
+	if n.file.ID == f.ID {
+		n.file = api.File{Name: f.Name} // a placeholder: current lists the folder
+	}
+	n.mu.Unlock()
+	return n.current(ctx)
+}
+
 // stageReplaced stages the file for writing when the version f, the one its
 // listing gave, is gone from the service (another writer replaced or deleted
 // it): a copy of the version the name holds now (one listing), or an empty
@@ -337,13 +366,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 // checks the name and goes up beside the other writer's version as a
 // conflict copy (cache/conflicts.go) instead of replacing it.
 func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*cache.Staged, error) {
-	n.fsys.store.Changed(n.parentKey(), f.ID)
-	n.mu.Lock()
-	if n.file.ID == f.ID {
-		n.file = api.File{Name: f.Name} // a placeholder: current lists the folder
-	}
-	n.mu.Unlock()
-	cur, errno := n.current(ctx)
+	cur, errno := n.relist(ctx, f)
 	if errno != 0 {
 		st, err := n.fsys.store.Staging.Create(n.target(), f.ID)
 		if err == nil {

@@ -10,15 +10,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
-	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"github.com/sirupsen/logrus"
 
-	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
 )
 
@@ -32,14 +28,12 @@ import (
 //
 // Many writers: the version it opened may be replaced or deleted on the
 // service by another writer. Content already in the cache stays readable;
-// a read that finds the version gone before the handle served a byte opens
-// the version the name holds now (one listing), so that a name that exists
-// is readable; after that it answers ESTALE, never a mix of two versions.
+// once a read needs bytes of a version no longer on the service it answers
+// ESTALE, never another version's bytes (fileNode.openReader makes sure a
+// new open reads the current version).
 type readHandle struct {
-	node   *fileNode
-	mu     sync.Mutex
-	r      *cache.Reader // guarded by mu; replaced once by a newer version (reopen)
-	served atomic.Bool   // a read returned bytes (or the kernel kept its pages): the version can no longer change
+	node *fileNode
+	r    *cache.Reader
 }
 
 var (
@@ -49,29 +43,26 @@ var (
 	_ = (gofs.FileFsyncer)((*readHandle)(nil))
 )
 
-func (h *readHandle) reader() *cache.Reader {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.r
-}
-
 // Read waits until the bytes are in the cache file, then hands the kernel
 // that file's range, which go-fuse splices without copying it through here.
 // When the cache cannot hold them (its disk is full), they come straight from
 // the object store into dest instead.
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	r := h.reader()
-	res, err := h.read(ctx, r, dest, off)
-	if err != nil && cache.Gone(err) && !h.served.Load() {
-		if nr := h.reopen(ctx, r); nr != nil {
-			r = nr
-			res, err = h.read(ctx, r, dest, off)
+	n, err := h.r.Ready(ctx, off, int64(len(dest)))
+	if err == io.EOF { // only Ready's own end of file, never a failed fetch
+		return fuse.ReadResultData(nil), 0
+	}
+	if errors.Is(err, cache.ErrNotCached) || errors.Is(err, cache.ErrReadDirect) {
+		got, derr := h.r.ReadDirect(ctx, dest, off)
+		if derr == nil || derr == io.EOF {
+			return fuse.ReadResultData(dest[:got]), 0
 		}
+		err = derr
 	}
 	if err != nil && cache.Gone(err) {
 		// The listing this file was opened from is out of date: forget it, so
 		// the next open sees the service's version.
-		h.node.fsys.store.Changed(h.node.parentKey(), r.Handle().Meta().ID)
+		h.node.fsys.store.Changed(h.node.parentKey(), h.r.Handle().Meta().ID)
 		h.node.fsys.log.WithField("path", h.node.Path(nil)).WithError(err).
 			Warn("fs: the version of the file open here was replaced or deleted by another writer (ESTALE); open it again for the current one")
 		return nil, syscall.ESTALE
@@ -79,81 +70,15 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if err != nil {
 		return nil, Errno(h.node.fsys.log, "reading "+h.node.Path(nil), err)
 	}
-	return res, 0
-}
-
-// read reads from r: dest's range, through the cache or past it.
-func (h *readHandle) read(ctx context.Context, r *cache.Reader, dest []byte, off int64) (fuse.ReadResult, error) {
-	n, err := r.Ready(ctx, off, int64(len(dest)))
-	if err == io.EOF { // only Ready's own end of file, never a failed fetch
-		return fuse.ReadResultData(nil), nil
-	}
-	if errors.Is(err, cache.ErrNotCached) || errors.Is(err, cache.ErrReadDirect) {
-		got, derr := r.ReadDirect(ctx, dest, off)
-		if derr == nil || derr == io.EOF {
-			h.served.Store(got > 0 || h.served.Load())
-			return fuse.ReadResultData(dest[:got]), nil
-		}
-		err = derr
-	}
-	if err != nil {
-		return nil, err
-	}
-	h.served.Store(n > 0 || h.served.Load())
-	return fuse.ReadResultFd(r.File().Fd(), off, int(n)), nil
-}
-
-// reopen replaces the handle's version old, found gone on the service before
-// it served a byte, by the version the name holds now: the folder is listed
-// again once. Nil when there is none (the name is gone too) or no other.
-func (h *readHandle) reopen(ctx context.Context, old *cache.Reader) *cache.Reader {
-	n, fsys := h.node, h.node.fsys
-	oldID := old.Handle().Meta().ID
-	fsys.store.Changed(n.parentKey(), oldID)
-	n.mu.Lock()
-	if n.file.ID == oldID {
-		n.file = api.File{Name: n.file.Name} // a placeholder: current lists the folder
-	}
-	n.mu.Unlock()
-	f, errno := n.current(ctx)
-	if errno != 0 || f.ID == oldID {
-		return nil
-	}
-	nr, err := fsys.store.Fetcher.Open(cache.MetaOf(f))
-	if err != nil {
-		return nil
-	}
-	h.mu.Lock()
-	if h.r != old { // another read reopened it first
-		h.mu.Unlock()
-		nr.Close()
-		return h.reader()
-	}
-	h.r = nr
-	h.mu.Unlock()
-	fsys.open.open(f.ID)
-	h.release(old)
-	n.mu.Lock()
-	n.kernelCache = cache.MetaOf(f)
-	n.mu.Unlock()
-	fsys.log.WithFields(logrus.Fields{"path": n.Path(nil), "old_id": oldID, "id": f.ID}).
-		Info("fs: the file was replaced on the service since it was listed; reading the current version")
-	// The kernel's size and pages are of the old version (outside the request).
-	go n.NotifyContent(0, 0)
-	return nr
+	return fuse.ReadResultFd(h.r.File().Fd(), off, int(n)), 0
 }
 
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
-	h.release(h.reader())
-	return 0
-}
-
-// release closes r and counts its file's handle closed.
-func (h *readHandle) release(r *cache.Reader) {
-	r.Close()
-	if u, last := h.node.fsys.open.close(r.Handle().Meta().ID); last {
+	h.r.Close()
+	if u, last := h.node.fsys.open.close(h.r.Handle().Meta().ID); last {
 		h.node.fsys.deleteUnlinked(u)
 	}
+	return 0
 }
 
 // Flush (each close) has nothing to report.

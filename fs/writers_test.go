@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -351,5 +352,60 @@ func TestManyWritersDeleteKeepsTheVersionNotSeen(t *testing.T) {
 	}
 	if got := string(e.serviceBytes("d.txt")); got != "not seen" {
 		t.Fatalf("the service holds %q", got)
+	}
+}
+
+// make decides through uploads as on a local disk: a target built here is up
+// to date after its upload and a new listing, and out of date once its
+// source is edited (a target uploaded after its source was edited looked up
+// to date before: its time jumped to the upload's end).
+func TestMakeAcrossUploads(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatal("make is needed")
+	}
+	e := newEnv(t, envOptions{})
+	dir := e.Path("shared")
+	if err := os.WriteFile(e.Path("shared", "Makefile"), []byte("out: in\n\tcp in out\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Path("shared", "in"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	makeExit := func(args ...string) int {
+		t.Helper()
+		err := exec.Command("make", append([]string{"-s", "-C", dir}, args...)...).Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	relist := func() {
+		e.settle()
+		e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+		time.Sleep(1100 * time.Millisecond) // past the kernel's attribute time
+	}
+	if code := makeExit(); code != 0 {
+		t.Fatalf("make: exit %d", code)
+	}
+	relist()
+	if code := makeExit("-q"); code != 0 {
+		t.Fatalf("make -q after the uploads: exit %d, want 0 (up to date)", code)
+	}
+	if err := os.WriteFile(e.Path("shared", "in"), []byte("b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	relist()
+	if code := makeExit("-q"); code != 1 {
+		t.Fatalf("make -q after the source was edited and uploaded: exit %d, want 1 (out of date)", code)
+	}
+	if code := makeExit(); code != 0 {
+		t.Fatalf("make: exit %d", code)
+	}
+	if got := readFile(t, e.Path("shared", "out")); got != "b" {
+		t.Fatalf("out holds %q", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 	"github.com/orgfs/orgfs/internal/testkit"
@@ -27,6 +28,9 @@ import (
 // cache; at the end a new mount with an empty cache reads everything back
 // from the service. A failure prints the seed and the operations up to the
 // first difference, the shortest prefix that fails.
+//
+// Beside the workers, other writers change a folder of their own through a
+// second mount and the API (model_writers_test.go).
 //
 // ORGFS_MODEL_SEED, ORGFS_MODEL_ROUNDS, ORGFS_MODEL_WORKERS and
 // ORGFS_MODEL_FAULTS (a fault rate) tune it; make soak runs it long.
@@ -306,6 +310,9 @@ func snapshot(root string) (map[string]entry, error) {
 		if rel == "." {
 			return nil
 		}
+		if rel == contendedDir {
+			return filepath.SkipDir // the other writers' (model_writers_test.go)
+		}
 		if d.IsDir() {
 			out[rel] = entry{dir: true}
 			return nil
@@ -348,6 +355,10 @@ func TestModel(t *testing.T) {
 		}
 		workers[i] = w
 	}
+	// The other writers: a second mount, and a script through the API.
+	dirB := t.TempDir()
+	startDaemon(t, dirB, "--credentials", creds, "--cache-dir", t.TempDir(), "--write-back", "20ms", "--dir-cache-time", "300ms")
+	others := newContention(t, cfg.seed, dir, dirB, testkit.Client(t, srv, emulator.OrgA, api.Options{}))
 	srv.Emulator.SetFaultRate(cfg.faultRate)
 	fail := func(round int, what string) {
 		t.Helper()
@@ -358,12 +369,21 @@ func TestModel(t *testing.T) {
 				fmt.Fprintf(&b, "  %3d %s\n", i+1, op)
 			}
 		}
+		fmt.Fprintf(&b, "other writers (shared/%s):\n", contendedDir)
+		for i, op := range others.log {
+			fmt.Fprintf(&b, "  %3d %s\n", i+1, op)
+		}
 		t.Fatalf("seed %d, round %d: %s\noperations up to the first difference:\n%s\ndaemon log:\n%s", cfg.seed, round, what, b.String(), tail(d.out.String(), 40))
 	}
 	var ops, restarts, kills int
 	for round := 1; round <= cfg.rounds; round++ {
 		diffs := make([]string, len(workers))
 		var wg sync.WaitGroup
+		var othersDiff string
+		runConcurrently(&wg, func() {
+			others.found(t.Context())
+			othersDiff = others.round(t.Context(), cfg.perRound)
+		})
 		for i, w := range workers {
 			wg.Add(1)
 			go func() {
@@ -378,6 +398,9 @@ func TestModel(t *testing.T) {
 		}
 		wg.Wait()
 		ops += cfg.perRound * len(workers)
+		if othersDiff != "" {
+			fail(round, "other writers: "+othersDiff)
+		}
 		for _, diff := range diffs {
 			if diff != "" {
 				fail(round, diff)
@@ -424,6 +447,9 @@ func TestModel(t *testing.T) {
 	if code := d.wait(); code != 0 {
 		fail(cfg.rounds, fmt.Sprintf("final unmount: exit status %d", code))
 	}
+	if diff := others.check(t.Context()); diff != "" {
+		fail(cfg.rounds, "other writers: "+diff)
+	}
 	// What the service holds, through a new mount with an empty cache.
 	d = startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--read-only")
 	diff, verified := treeDiff(filepath.Join(dir, "shared"), refRoot)
@@ -433,8 +459,8 @@ func TestModel(t *testing.T) {
 	d.cmd.Process.Signal(os.Interrupt)
 	d.wait()
 	st := srv.Emulator.Stats()
-	t.Logf("seed %d: %d operations, %d remounts, %d SIGKILL restarts, faults injected %v, %d bytes verified from the service, 0 files lost",
-		cfg.seed, ops, restarts, kills, st.Faults, verified)
+	t.Logf("seed %d: %d operations, %d remounts, %d SIGKILL restarts, faults injected %v, %d bytes verified from the service, 0 files lost; other writers: %d writes, %d reads by the second mount, no mix, %d conflict copies, no acknowledged write lost",
+		cfg.seed, ops, restarts, kills, st.Faults, verified, others.seq, others.reads, others.copies)
 }
 
 func mark(workers []*modelWorker, what string) {

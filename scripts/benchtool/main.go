@@ -196,7 +196,7 @@ func run(credPath string, args []string) error {
 		for _, v := range st.Requests {
 			n += v
 		}
-		fmt.Printf("api=%d objects=%d\n", n, st.Objects.Gets+st.Objects.Puts)
+		fmt.Printf("api=%d gets=%d objects=%d\n", n, st.Objects.Gets, st.Objects.Gets+st.Objects.Puts)
 	default:
 		return fmt.Errorf("unknown command %q", strings.Join(args, " "))
 	}

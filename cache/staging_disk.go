@@ -45,6 +45,20 @@ const (
 	recUploaded = "uploaded" // on the service; the files only wait to be removed
 )
 
+// SyncDir makes the staging's records durable on local disk: the folder
+// that holds them is synced (records are written by rename).
+func (s *Staging) SyncDir() error {
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return fmt.Errorf("staging: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("staging: %w", err)
+	}
+	return nil
+}
+
 func (s *Staging) dataPath(seq int64) string {
 	return filepath.Join(s.dir, strconv.FormatInt(seq, 10)+".data")
 }

@@ -146,7 +146,7 @@ func (f *FS) SetAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 	a.Size = uint64(size)
 	a.Blocks = (uint64(size) + 511) / 512
 	a.Blksize = 1 << 20
-	a.SetTimes(nil, &mtime, &mtime)
+	a.SetTimes(&mtime, &mtime, &mtime) // access time: the modification time (age-based cleaners read it)
 	a.Owner = fuse.Owner{Uid: f.opts.UID, Gid: f.opts.GID}
 	if mode&syscall.S_IFDIR != 0 {
 		a.Nlink = 2

@@ -56,6 +56,9 @@ func (n *computersNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fu
 }
 
 func (n *computersNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if len(name) > maxName {
+		return nil, syscall.ENAMETOOLONG
+	}
 	if probeName(name) {
 		return nil, syscall.ENOENT
 	}
@@ -91,4 +94,11 @@ func (n *computersNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Er
 // Mkdir refuses: computers are made on the service, not by a folder here.
 func (n *computersNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	return nil, syscall.EROFS
+}
+
+var _ = (gofs.NodeFsyncer)((*computersNode)(nil))
+
+// Fsync of computers/ has nothing to make durable: success.
+func (n *computersNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return 0
 }

@@ -67,7 +67,23 @@ var (
 	_ = (gofs.NodeRmdirer)((*dirNode)(nil))
 	_ = (gofs.NodeRenamer)((*dirNode)(nil))
 	_ = (gofs.NodeSetattrer)((*dirNode)(nil))
+	_ = (gofs.NodeFsyncer)((*dirNode)(nil))
 )
+
+// Fsync of a folder (only folders have a node Fsync: go-fuse asks a node's
+// before a file handle's) makes what was changed in it through this mount durable
+// on local disk: the staging's records (creates, writes, renames of pending
+// files) are synced. It does not wait for the service: fsync of a file, or
+// orgfs sync, does.
+func (n *dirNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	if n.fsys.store.Staging == nil {
+		return 0
+	}
+	if err := n.fsys.store.Staging.SyncDir(); err != nil {
+		return Errno(n.fsys.log, "syncing the staging for "+n.Path(nil), err)
+	}
+	return 0
+}
 
 // load returns the folder's view, from the cached listing while it is fresh.
 // A pending file is not in it: callers that want those read the staging
@@ -118,7 +134,10 @@ func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 }
 
 func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if len(name) > maxName || probeName(name) && !n.cachedHas(name) {
+	if len(name) > maxName {
+		return nil, syscall.ENAMETOOLONG
+	}
+	if probeName(name) && !n.cachedHas(name) {
 		if lf := n.fsys.local.get(n.key, name); lf != nil {
 			ch := n.localChild(ctx, name, lf)
 			EntryAttr(ctx, ch, out)

@@ -143,16 +143,34 @@ func (n *fileNode) fillAttr(a *fuse.Attr) {
 	n.mu.Unlock()
 	if gone != nil {
 		n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), gone.Size(), gone.ModTime())
+		a.Nlink = 0 // unlinked, still open
+		stagedBlocks(a, gone)
 		return
 	}
 	if st := n.refreshStaged(); st != nil {
 		n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), st.Size(), st.ModTime())
+		stagedBlocks(a, st)
 		return
 	}
 	n.mu.Lock()
 	f := n.file
 	n.mu.Unlock()
 	n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), f.Size, n.fsys.store.Times.Shown(f))
+	if f.ID != 0 && n.fsys.open.isUnlinked(f.ID) {
+		a.Nlink = 0
+	}
+}
+
+// stagedBlocks sets a staged file's block count from what its staging copy
+// holds on local disk (a sparse file counts its holes for nothing, as du
+// expects).
+func stagedBlocks(a *fuse.Attr, st *cache.Staged) {
+	// Stat, not Fd: the staging may close the file meanwhile.
+	if fi, err := st.File().Stat(); err == nil {
+		if s, ok := fi.Sys().(*syscall.Stat_t); ok {
+			a.Blocks = uint64(s.Blocks)
+		}
+	}
 }
 
 func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {

@@ -58,6 +58,9 @@ func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		EntryAttr(ctx, ch, out)
 		return ch, 0
 	}
+	if len(name) > maxName {
+		return nil, syscall.ENAMETOOLONG
+	}
 	return nil, syscall.ENOENT
 }
 
@@ -81,4 +84,13 @@ func (n *rootNode) Create(ctx context.Context, name string, flags uint32, mode u
 // Mkdir refuses: the root holds only the fixed folders.
 func (n *rootNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	return nil, syscall.EROFS
+}
+
+var _ = (gofs.NodeFsyncer)((*rootNode)(nil))
+
+// Fsync of the root has nothing to make durable: success (atomic-write
+// routines fsync the folder after their rename). Only folders have a node
+// Fsync: go-fuse asks a node's before a file handle's.
+func (n *rootNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
+	return 0
 }

@@ -46,6 +46,14 @@ func (o *openFiles) open(id int64) {
 	o.n[id]++
 }
 
+// isUnlinked reports whether service file id was unlinked while open.
+func (o *openFiles) isUnlinked(id int64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.unlinked[id]
+	return ok
+}
+
 // close counts a read handle of id closed; at the last one of a file
 // unlinked meanwhile it returns that file, to delete now.
 func (o *openFiles) close(id int64) (unlinkedFile, bool) {

@@ -181,6 +181,10 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
+	// A closed stdout or stderr (orgfs mount ... | head, a terminal gone)
+	// must not kill the mount at its next log line: a write there fails
+	// with EPIPE instead of raising SIGPIPE, and the mount serves on.
+	signal.Ignore(syscall.SIGPIPE)
 	var atExit exitStack
 	defer atExit.run()
 

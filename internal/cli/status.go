@@ -154,83 +154,128 @@ func textBar(done, total int64) string {
 // showQueue draws a bar per file waiting to upload and a total with rate and
 // time left, polling .ctl/uploads.json until ctx ends (or the queue is empty,
 // when untilEmpty).
+//
+// Every bar is made with no total (0): mpb ignores SetTotal on a bar made
+// with one, so the total's would stay at its first value ("1.0 b / 1.0 b"
+// while a big file was at 71%). The first line, the queue's counters from
+// .ctl/stats, is read again at every poll too.
 func showQueue(ctx context.Context, w io.Writer, mnt string, untilEmpty bool) error {
-	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(250*time.Millisecond), mpb.PopCompletedMode())
-	total := p.AddBar(1,
-		mpb.PrependDecorators(decor.Name("total", decor.WCSyncSpaceR), decor.CountersKibiByte("% .1f / % .1f", decor.WCSyncSpace)),
-		mpb.AppendDecorators(decor.EwmaSpeed(decor.SizeB1024(0), "% .1f", 5), decor.Name(" "), decor.EwmaETA(decor.ET_STYLE_GO, 5)))
-	var mu sync.Mutex
-	states := map[string]string{} // guarded by mu; the state each bar shows
-	bars := map[string]*mpb.Bar{}
-	sizes := map[string]int64{}
-	var sent int64 // bytes of the files that left the queue since the start
-	last := time.Now()
+	q := newQueueView(w)
 	tick := time.NewTicker(time.Second / 2)
 	defer tick.Stop()
 	for {
 		var ups []ctl.Upload
 		if err := readCtl(mnt, "uploads.json", &ups); err != nil {
-			p.Shutdown()
+			q.p.Shutdown()
 			return err
 		}
-		var size, done int64
-		seen := map[string]bool{}
-		for _, u := range ups {
-			if u.State == "uploaded" {
-				continue
-			}
-			seen[u.Path] = true
-			mu.Lock()
-			states[u.Path] = u.State
-			mu.Unlock()
-			b := bars[u.Path]
-			if b == nil {
-				path := u.Path
-				b = p.AddBar(max(u.Size, 1),
-					mpb.PrependDecorators(decor.Name(path, decor.WCSyncSpaceR), decor.Any(func(decor.Statistics) string {
-						mu.Lock()
-						defer mu.Unlock()
-						return states[path]
-					}, decor.WCSyncSpace)),
-					mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace)))
-				bars[u.Path] = b
-			}
-			cur := u.Done
-			if u.State != "uploading" {
-				cur = 0
-			}
-			b.SetTotal(max(u.Size, 1), false)
-			b.SetCurrent(min(cur, max(u.Size, 1)))
-			sizes[u.Path] = u.Size
-			size += u.Size
-			done += cur
+		var s ctl.Stats
+		if err := readCtl(mnt, "stats", &s); err == nil {
+			q.setCounters(fmt.Sprintf("uploads %d pending, %d in flight, %d failed; %d sent since the mount (%s)",
+				s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed, s.Uploads.Uploaded, units.FormatSize(s.Uploads.Bytes)))
 		}
-		for path, b := range bars {
-			if !seen[path] {
-				sent += sizes[path]
-				b.SetTotal(-1, true)
-				delete(bars, path)
-				delete(sizes, path)
-			}
-		}
-		now := time.Now()
-		total.SetTotal(max(sent+size, 1), false)
-		total.EwmaSetCurrent(sent+done, now.Sub(last))
-		last = now
-		if untilEmpty && len(bars) == 0 {
-			total.SetTotal(-1, true)
-			p.Wait()
+		q.update(ups)
+		if untilEmpty && len(q.bars) == 0 {
+			q.total.SetTotal(-1, true)
+			q.head.SetTotal(-1, true)
+			q.p.Wait()
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			for _, b := range bars {
+			for _, b := range q.bars {
 				b.Abort(false)
 			}
-			total.Abort(false)
-			p.Wait()
+			q.total.Abort(false)
+			q.head.Abort(false)
+			q.p.Wait()
 			return nil
 		case <-tick.C:
 		}
 	}
+}
+
+// queueView is what showQueue draws: the counters line, the total, a bar
+// per file.
+type queueView struct {
+	p           *mpb.Progress
+	head, total *mpb.Bar
+
+	mu       sync.Mutex
+	counters string            // guarded by mu
+	states   map[string]string // guarded by mu; the state each bar shows
+
+	bars  map[string]*mpb.Bar
+	sizes map[string]int64
+	sent  int64 // bytes of the files that left the queue since the start
+	last  time.Time
+}
+
+func newQueueView(w io.Writer) *queueView {
+	q := &queueView{states: map[string]string{}, bars: map[string]*mpb.Bar{}, sizes: map[string]int64{}, last: time.Now()}
+	q.p = mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(250*time.Millisecond), mpb.PopCompletedMode(),
+		mpb.WithAutoRefresh()) // also when the output is not a terminal (a pipe, a log)
+	q.head = q.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.counters
+	})))
+	q.total = q.p.AddBar(0, mpb.BarWidth(32),
+		mpb.PrependDecorators(decor.Name("total", decor.WCSyncSpaceR), decor.CountersKibiByte("% .1f / % .1f", decor.WCSyncSpace)),
+		mpb.AppendDecorators(decor.EwmaSpeed(decor.SizeB1024(0), "% .1f", 5), decor.Name(" "), decor.EwmaETA(decor.ET_STYLE_GO, 5)))
+	return q
+}
+
+func (q *queueView) setCounters(s string) {
+	q.mu.Lock()
+	q.counters = s
+	q.mu.Unlock()
+}
+
+// update shows the queue ups: a bar per file not uploaded yet, the total.
+func (q *queueView) update(ups []ctl.Upload) {
+	var size, done int64
+	seen := map[string]bool{}
+	for _, u := range ups {
+		if u.State == "uploaded" {
+			continue
+		}
+		seen[u.Path] = true
+		q.mu.Lock()
+		q.states[u.Path] = u.State
+		q.mu.Unlock()
+		b := q.bars[u.Path]
+		if b == nil {
+			path := u.Path
+			b = q.p.AddBar(0, mpb.BarWidth(32),
+				mpb.PrependDecorators(decor.Name(path, decor.WCSyncSpaceR), decor.Any(func(decor.Statistics) string {
+					q.mu.Lock()
+					defer q.mu.Unlock()
+					return q.states[path]
+				}, decor.WCSyncSpace)),
+				mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace)))
+			q.bars[u.Path] = b
+		}
+		cur := u.Done
+		if u.State != "uploading" {
+			cur = 0
+		}
+		b.SetTotal(max(u.Size, 1), false)
+		b.SetCurrent(min(cur, max(u.Size, 1)))
+		q.sizes[u.Path] = u.Size
+		size += u.Size
+		done += cur
+	}
+	for path, b := range q.bars {
+		if !seen[path] {
+			q.sent += q.sizes[path]
+			b.SetTotal(-1, true)
+			delete(q.bars, path)
+			delete(q.sizes, path)
+		}
+	}
+	now := time.Now()
+	q.total.SetTotal(max(q.sent+size, 1), false)
+	q.total.EwmaSetCurrent(q.sent+done, now.Sub(q.last))
+	q.last = now
 }

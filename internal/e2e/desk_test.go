@@ -103,6 +103,29 @@ func TestSyncStatusUnmount(t *testing.T) {
 	}
 }
 
+// orgfs status --watch redraws what is true at each poll: its counters line
+// and its total follow the queue (they stayed at their first frame: "1.0 b /
+// 1.0 b" for the total), and --until-empty returns once everything is sent.
+func TestStatusWatchRedraws(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty, StreamRate: 4 << 20})
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	dir := t.TempDir()
+	startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--write-back", "300ms")
+	if err := os.WriteFile(filepath.Join(dir, "shared", "a.bin"), testkit.RandBytes(6<<20, 3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := orgfsCmd(t, "status", "--watch", "--until-empty", dir)
+	if code != 0 {
+		t.Fatalf("status --watch --until-empty: exit %d: %s", code, out)
+	}
+	if !strings.Contains(out, "uploads 0 pending, 0 in flight, 0 failed; 1 sent") {
+		t.Errorf("the counters line did not follow the queue:\n%s", out)
+	}
+	if !strings.Contains(out, "6.0 MiB / 6.0 MiB") || strings.Contains(out, "1.0 b / 1.0 b") {
+		t.Errorf("the total did not follow the queue:\n%s", out)
+	}
+}
+
 // TestMetrics: --metrics-addr serves the counters of .ctl/stats as
 // Prometheus metrics.
 func TestMetrics(t *testing.T) {

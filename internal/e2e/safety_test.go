@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -159,5 +161,77 @@ func TestOutageMidWorkload(t *testing.T) {
 	d.cmd.Process.Signal(os.Interrupt)
 	if code := d.wait(); code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// A closed log pipe (orgfs mount ... 2>&1 | head -c 1, a terminal gone)
+// does not kill the mount: it logs on into the void and serves, and still
+// unmounts cleanly (it died of SIGPIPE at its next log line before).
+func TestClosedLogPipeDoesNotKillTheMount(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedDemo})
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	dir := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "mount", "--credentials", creds, "--cache-dir", t.TempDir(), "--log-level", "debug", dir)
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		exec.Command("fusermount3", "-u", "-z", dir).Run()
+	})
+	// Read its output until the mount is up, then close the pipe.
+	up := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "mounted at") {
+				up <- true
+				return
+			}
+		}
+		up <- false
+	}()
+	select {
+	case ok := <-up:
+		if !ok {
+			t.Fatal("the mount's output ended before it came up")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the mount did not come up")
+	}
+	r.Close()
+	// Every request now logs a debug line into the closed pipe.
+	for range 3 {
+		if _, err := os.ReadDir(filepath.Join(dir, "shared")); err != nil {
+			t.Fatalf("listing after the log pipe closed: %v", err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "shared", "Welcome.txt")); err != nil || len(b) == 0 {
+			t.Fatalf("reading after the log pipe closed: %v", err)
+		}
+		cmd.Process.Signal(syscall.SIGHUP) // logs, and drops the listings
+		time.Sleep(200 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the daemon died after its log pipe closed: %v", err)
+	default:
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && !ee.Exited() {
+			t.Fatalf("the daemon was killed by a signal at unmount: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon did not end")
 	}
 }

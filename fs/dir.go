@@ -9,6 +9,7 @@ package fs
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,7 +47,7 @@ func newDirView(l *cache.Listing) *dirView {
 // or an area's root (key.ID 0).
 type dirNode struct {
 	node
-	key cache.DirKey
+	keyv atomic.Pointer[cache.DirKey] // the folder on the service; a rename of it (renameFolder) changes it
 
 	mu    sync.Mutex
 	view  *dirView  // guarded by mu
@@ -54,8 +55,13 @@ type dirNode struct {
 }
 
 func (f *FS) newDirNode(key cache.DirKey, mtime time.Time) *dirNode {
-	return &dirNode{node: node{fsys: f}, key: key, mtime: mtime}
+	n := &dirNode{node: node{fsys: f}, mtime: mtime}
+	n.keyv.Store(&key)
+	return n
 }
+
+// dirKey is the folder on the service.
+func (n *dirNode) dirKey() cache.DirKey { return *n.keyv.Load() }
 
 var (
 	_ = (gofs.NodeGetattrer)((*dirNode)(nil))
@@ -92,7 +98,7 @@ func (n *dirNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sy
 // puts its file in the cached listing (Store.uploaded) before it leaves the
 // staging, and a listing asked for after that has it.
 func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
-	l, err := n.fsys.store.Dirs.List(ctx, n.key)
+	l, err := n.fsys.store.Dirs.List(ctx, n.dirKey())
 	if err != nil {
 		return nil, Errno(n.fsys.log, "listing "+n.Path(nil), err)
 	}
@@ -138,7 +144,7 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, syscall.ENAMETOOLONG
 	}
 	if probeName(name) && !n.cachedHas(name) {
-		if lf := n.fsys.local.get(n.key, name); lf != nil {
+		if lf := n.fsys.local.get(n.dirKey(), name); lf != nil {
 			ch := n.localChild(ctx, name, lf)
 			EntryAttr(ctx, ch, out)
 			return ch, 0
@@ -175,7 +181,7 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gof
 	if ch != nil && ch.StableAttr().Ino == n.fsys.inoOf(f.ID) {
 		switch op := ch.Operations().(type) {
 		case *fileNode:
-			op.update(n.key, f)
+			op.update(n.dirKey(), f)
 			return ch
 		case *dirNode:
 			op.mu.Lock()
@@ -185,10 +191,10 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gof
 		}
 	}
 	if f.IsDir() {
-		return n.NewInode(ctx, n.fsys.newDirNode(cache.DirKey{Area: n.key.Area, ID: f.ID}, f.LastModified),
+		return n.NewInode(ctx, n.fsys.newDirNode(cache.DirKey{Area: n.dirKey().Area, ID: f.ID}, f.LastModified),
 			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: fileIno(f.ID)})
 	}
-	return n.NewInode(ctx, n.fsys.newFileNode(n.key, f, nil),
+	return n.NewInode(ctx, n.fsys.newFileNode(n.dirKey(), f, nil),
 		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: n.fsys.inoOf(f.ID)})
 }
 
@@ -211,7 +217,7 @@ func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged
 	case ch != nil && succeeds(ch, st):
 		n.fsys.pendingInos.Add(st.Seq(), ch.StableAttr().Ino) // the next version keeps the number
 	default:
-		ch = n.NewInode(ctx, n.fsys.newFileNode(n.key, api.File{Name: name}, st),
+		ch = n.NewInode(ctx, n.fsys.newFileNode(n.dirKey(), api.File{Name: name}, st),
 			gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
 	}
 	if fn, ok := ch.Operations().(*fileNode); ok {
@@ -243,7 +249,7 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	var names []string // by name (Staging.Pending's order)
 	pending := map[string]*cache.Staged{}
 	if n.fsys.store.Staging != nil {
-		for _, st := range n.fsys.store.Staging.Pending(n.key.Area, n.key.ID) {
+		for _, st := range n.fsys.store.Staging.Pending(n.dirKey().Area, n.dirKey().ID) {
 			names = append(names, st.Target().Name)
 			pending[st.Target().Name] = st
 		}
@@ -269,9 +275,9 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: n.fsys.stagedIno(pending[name])})
 		}
 	}
-	for _, name := range n.fsys.local.names(n.key) {
+	for _, name := range n.fsys.local.names(n.dirKey()) {
 		if _, listed := v.byName[name]; !listed {
-			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: localIno(n.key, name)})
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: localIno(n.dirKey(), name)})
 		}
 	}
 	return gofs.NewListDirStream(entries), 0
@@ -279,7 +285,7 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 
 // target is where a file of this folder named name goes on the service.
 func (n *dirNode) target(name string) cache.Target {
-	return cache.Target{Area: n.key.Area, ParentID: n.key.ID, Name: name}
+	return cache.Target{Area: n.dirKey().Area, ParentID: n.dirKey().ID, Name: name}
 }
 
 // existing is the service file of this folder listed under name, if any. A
@@ -313,7 +319,7 @@ func (n *dirNode) existingErr(ctx context.Context, name string) (api.File, bool,
 // Create makes a file, or empties the pending file of that name, and opens
 // it for writing.
 func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	if !n.fsys.writable(n.key.Area) {
+	if !n.fsys.writable(n.dirKey().Area) {
 		return nil, nil, 0, syscall.EROFS
 	}
 	if errno := n.checkNew(name); errno != 0 {
@@ -322,7 +328,7 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if probeName(name) {
 		// Desktop litter (._*, .DS_Store, Thumbs.db...) is kept in memory,
 		// never uploaded (local.go).
-		ch := n.localChild(ctx, name, n.fsys.local.create(n.key, name))
+		ch := n.localChild(ctx, name, n.fsys.local.create(n.dirKey(), name))
 		ln := ch.Operations().(*localNode)
 		var a fuse.AttrOut
 		ln.Getattr(ctx, nil, &a)
@@ -372,7 +378,7 @@ func (n *dirNode) createStaged(ctx context.Context, name string) (*cache.Staged,
 
 // Mkdir creates a folder on the service at once.
 func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if !n.fsys.writable(n.key.Area) {
+	if !n.fsys.writable(n.dirKey().Area) {
 		return nil, syscall.EROFS
 	}
 	if errno := n.checkNew(name); errno != 0 {
@@ -387,7 +393,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 		}
 		return nil, syscall.EEXIST
 	}
-	f, err := n.fsys.store.Mkdir(ctx, n.key, name)
+	f, err := n.fsys.store.Mkdir(ctx, n.dirKey(), name)
 	if err != nil {
 		return nil, Errno(n.fsys.log, "creating folder "+n.Path(nil)+"/"+name, err)
 	}
@@ -399,10 +405,10 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 // Unlink removes a file: its pending copy, and the service file of that
 // name, at once.
 func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
-	if !n.fsys.writable(n.key.Area) {
+	if !n.fsys.writable(n.dirKey().Area) {
 		return syscall.EROFS
 	}
-	if probeName(name) && n.fsys.local.remove(n.key, name) {
+	if probeName(name) && n.fsys.local.remove(n.dirKey(), name) {
 		return 0
 	}
 	found := false
@@ -429,11 +435,11 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		if f.IsDir() {
 			return syscall.EISDIR
 		}
-		if u := (unlinkedFile{parent: n.key, file: f, path: n.Path(nil) + "/" + name}); n.fsys.open.unlinkIfOpen(u) {
-			n.fsys.store.Unlinked(n.key, f) // deleted at the last close (unlinked.go)
+		if u := (unlinkedFile{parent: n.dirKey(), file: f, path: n.Path(nil) + "/" + name}); n.fsys.open.unlinkIfOpen(u) {
+			n.fsys.store.Unlinked(n.dirKey(), f) // deleted at the last close (unlinked.go)
 			return 0
 		}
-		if err := n.fsys.store.Delete(ctx, n.key, f); err != nil {
+		if err := n.fsys.store.Delete(ctx, n.dirKey(), f); err != nil {
 			return Errno(n.fsys.log, "deleting "+n.Path(nil)+"/"+name, err)
 		}
 		found = true
@@ -447,7 +453,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 // Rmdir removes an empty folder. The service deletes folders recursively, so
 // emptiness is checked against a fresh listing and anything pending here.
 func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
-	if !n.fsys.writable(n.key.Area) {
+	if !n.fsys.writable(n.dirKey().Area) {
 		return syscall.EROFS
 	}
 	f, ok, errno := n.existingErr(ctx, name)
@@ -460,7 +466,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !f.IsDir() {
 		return syscall.ENOTDIR
 	}
-	key := cache.DirKey{Area: n.key.Area, ID: f.ID}
+	key := cache.DirKey{Area: n.dirKey().Area, ID: f.ID}
 	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 {
 		return syscall.ENOTEMPTY
 	}
@@ -472,7 +478,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if len(l.Files) > 0 {
 		return syscall.ENOTEMPTY
 	}
-	if err := n.fsys.store.Delete(ctx, n.key, f); err != nil {
+	if err := n.fsys.store.Delete(ctx, n.dirKey(), f); err != nil {
 		return Errno(n.fsys.log, "deleting folder "+n.Path(nil)+"/"+name, err)
 	}
 	n.fsys.local.dropDir(key)
@@ -481,20 +487,21 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 
 // Rename moves a file. A pending file is renamed locally; a file already on
 // the service is uploaded under the new name, and the old one deleted after
-// that upload succeeded. Folders answer EXDEV, so mv copies them.
+// that upload succeeded. An empty folder is renamed (rename_folder.go);
+// one with content answers EXDEV, so mv copies it.
 func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	dst, ok := newParent.(*dirNode)
-	if !ok || !n.fsys.writable(n.key.Area) || !n.fsys.writable(dst.key.Area) {
+	if !ok || !n.fsys.writable(n.dirKey().Area) || !n.fsys.writable(dst.dirKey().Area) {
 		return syscall.EROFS
 	}
 	if errno := dst.checkNew(newName); errno != 0 {
 		return errno
 	}
-	if probeName(name) && n.fsys.local.get(n.key, name) != nil {
+	if probeName(name) && n.fsys.local.get(n.dirKey(), name) != nil {
 		if !probeName(newName) {
 			return syscall.EXDEV // a local-only file becomes a real one by a copy (mv does it)
 		}
-		n.fsys.local.rename(n.key, name, dst.key, newName)
+		n.fsys.local.rename(n.dirKey(), name, dst.dirKey(), newName)
 		return 0
 	}
 	const renameNoreplace, renameExchange = 1, 2
@@ -511,9 +518,6 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		defer st.CloseReader()
 	}
 	r.old, r.onService = n.existing(ctx, name)
-	if r.onService && r.old.IsDir() {
-		return syscall.EXDEV
-	}
 	if flags&renameNoreplace != 0 {
 		if n.fsys.store.Staging.Lookup(r.to()) != nil {
 			return syscall.EEXIST
@@ -521,6 +525,9 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		if _, ok := dst.existing(ctx, newName); ok {
 			return syscall.EEXIST
 		}
+	}
+	if r.onService && r.old.IsDir() {
+		return r.folder(ctx)
 	}
 	if st != nil {
 		return r.pending(ctx, st)
@@ -556,7 +563,7 @@ func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno 
 	if r.onService {
 		// The pending file replaced a service file of the old name: that one
 		// goes when the new name is on the service.
-		fsys.store.Supersede(r.src.key, r.old, st)
+		fsys.store.Supersede(r.src.dirKey(), r.old, st)
 	}
 	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	r.src.retargetChild(r.name, r.dst, r.newName, st)
@@ -584,7 +591,7 @@ func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	st.Touch()
 	// Gone from here now; from the service once the new name is there.
-	fsys.store.Supersede(r.src.key, r.old, st)
+	fsys.store.Supersede(r.src.dirKey(), r.old, st)
 	r.src.retargetChild(r.name, r.dst, r.newName, st)
 	st.CloseWriter()
 	return 0
@@ -600,7 +607,7 @@ func (n *dirNode) retargetChild(name string, dst *dirNode, newName string, st *c
 	}
 	if fn, ok := ch.Operations().(*fileNode); ok {
 		fn.mu.Lock()
-		fn.parent = dst.key
+		fn.parent = dst.dirKey()
 		fn.file.Name = newName
 		fn.staged = st
 		fn.mu.Unlock()
@@ -611,7 +618,7 @@ func (n *dirNode) retargetChild(name string, dst *dirNode, newName string, st *c
 // service (it keeps no modes, owners or folder times); a time set shows until
 // the next listing. cp -a, rsync -a and mv expect them to succeed.
 func (n *dirNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if !n.fsys.writable(n.key.Area) {
+	if !n.fsys.writable(n.dirKey().Area) {
 		return syscall.EROFS
 	}
 	if mtime, ok := in.GetMTime(); ok {

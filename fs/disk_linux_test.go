@@ -6,6 +6,7 @@ package fs
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,5 +105,45 @@ func TestAttributesAsOnADisk(t *testing.T) {
 	f.Close()
 	if st.Size != 64<<20+3 || st.Blocks*512 >= 1<<20 {
 		t.Errorf("sparse file of %d bytes shows %d blocks (%d bytes), want what it holds", st.Size, st.Blocks, st.Blocks*512)
+	}
+}
+
+// A file manager's "New Folder", then its name: an empty folder renames at
+// once and is usable under its new name at once; a folder with content
+// still answers EXDEV (mv copies it).
+func TestRenameEmptyFolder(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	old, renamed := e.Path("shared", "Untitled Folder"), e.Path("shared", "Budget 2027")
+	if err := os.Mkdir(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(old, renamed); err != nil {
+		t.Fatalf("rename of an empty folder: %v", err)
+	}
+	// At once, through the moved folder: a file made in it goes to the new
+	// folder on the service.
+	if err := os.WriteFile(filepath.Join(renamed, "plan.txt"), []byte("plan"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if _, ok := e.serviceFile("Untitled Folder"); ok {
+		t.Error("the old folder is still on the service")
+	}
+	if got := string(e.serviceBytes("Budget 2027/plan.txt")); got != "plan" {
+		t.Errorf("Budget 2027/plan.txt holds %q on the service", got)
+	}
+	if after, err := os.Stat(renamed); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the renamed folder: %v (same inode: %v)", err, err == nil && os.SameFile(before, after))
+	}
+	// With content, EXDEV: the service would have to copy it.
+	if err := os.Rename(renamed, e.Path("shared", "Budget 2028")); !errors.Is(err, syscall.EXDEV) {
+		t.Errorf("rename of a folder with content: %v, want EXDEV", err)
+	}
+	if got := string(e.serviceBytes("Budget 2027/plan.txt")); got != "plan" {
+		t.Errorf("after the refused rename, Budget 2027/plan.txt holds %q", got)
 	}
 }

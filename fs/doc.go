@@ -10,7 +10,8 @@
 // mounting, and the package's lock order), base.go (what every node shares:
 // the base node and Common's answers, inode numbers, attributes), root.go
 // (the root and its fixed folders), computers.go (computers/), dir.go (a
-// folder of a storage area: listing, and the changes made in it), file.go (a
+// folder of a storage area: listing, and the changes made in it),
+// rename_folder.go (rename of an empty folder), file.go (a
 // file: attributes, open, staging for writing), handle.go (the read handle
 // and the staged handle), unlinked.go (files unlinked while open), local.go
 // (desktop litter kept in memory), names.go (names shown and names refused),

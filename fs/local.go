@@ -165,8 +165,8 @@ var (
 
 // localChild returns the inode of a local-only file of folder n.
 func (n *dirNode) localChild(ctx context.Context, name string, f *localFile) *gofs.Inode {
-	return n.NewInode(ctx, &localNode{node: node{fsys: n.fsys}, dir: n.key, name: name, file: f},
-		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: localIno(n.key, name)})
+	return n.NewInode(ctx, &localNode{node: node{fsys: n.fsys}, dir: n.dirKey(), name: name, file: f},
+		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: localIno(n.dirKey(), name)})
 }
 
 func (n *localNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {

@@ -229,7 +229,7 @@ func deviceName(name string) string {
 // as the new name of a Rename): the errno to answer, 0 if the name may be
 // made. A refusal is logged with the path and the reason.
 func (n *dirNode) checkNew(name string) syscall.Errno {
-	errno, why := checkName(name, n.key.Area.Kind == cache.Machine)
+	errno, why := checkName(name, n.dirKey().Area.Kind == cache.Machine)
 	if errno != 0 {
 		path := n.Path(nil) + "/" + name
 		if !utf8.ValidString(path) {

@@ -25,7 +25,7 @@ type space struct{ size, used int64 }
 func (n *node) areaOf() cache.Area {
 	switch op := n.Operations().(type) {
 	case *dirNode:
-		return op.key.Area
+		return op.dirKey().Area
 	case *fileNode:
 		op.mu.Lock()
 		defer op.mu.Unlock()

@@ -1,0 +1,85 @@
+package fs
+
+// Rename of a folder. The service has no rename: a folder empty on the
+// service and here ("New Folder", then typing its name) is made anew under
+// the new name and the old one deleted, and the node the kernel moves
+// becomes the new folder. A folder with content answers EXDEV, so mv copies
+// it and file managers fall back to a copy.
+//
+// Locks: the folder node's mu, for its view, as in dir.go.
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/orgfs/orgfs/cache"
+)
+
+// folder renames r.old, a folder.
+func (r *renaming) folder(ctx context.Context) syscall.Errno {
+	fsys := r.src.fsys
+	src, dst := r.src.dirKey(), r.dst.dirKey()
+	key := cache.DirKey{Area: src.Area, ID: r.old.ID}
+	if src.Area != dst.Area {
+		return syscall.EXDEV
+	}
+	if errno := r.src.emptyForRename(ctx, key); errno != 0 {
+		return errno
+	}
+	if f, ok := r.dst.existing(ctx, r.newName); ok {
+		// POSIX: a folder may replace an empty folder, nothing else.
+		if !f.IsDir() {
+			return syscall.ENOTDIR
+		}
+		if errno := r.dst.emptyForRename(ctx, cache.DirKey{Area: dst.Area, ID: f.ID}); errno == syscall.EXDEV {
+			return syscall.ENOTEMPTY
+		} else if errno != 0 {
+			return errno
+		}
+		if err := fsys.store.Delete(ctx, dst, f); err != nil {
+			return Errno(fsys.log, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
+		}
+	}
+	made, err := fsys.store.Mkdir(ctx, dst, r.newName)
+	if err != nil {
+		return Errno(fsys.log, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
+	}
+	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
+		if derr := fsys.store.Delete(ctx, dst, made); derr != nil {
+			fsys.log.WithError(derr).Warn("fs: could not undo the new folder of a failed folder rename")
+		}
+		return Errno(fsys.log, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
+	}
+	fsys.local.dropDir(key)
+	// The node the kernel moves now stands for the new folder, with its
+	// inode number (the old id is gone).
+	if ch := r.src.GetChild(r.name); ch != nil {
+		if dn, ok := ch.Operations().(*dirNode); ok {
+			newKey := cache.DirKey{Area: dst.Area, ID: made.ID}
+			dn.keyv.Store(&newKey)
+			dn.mu.Lock()
+			dn.view, dn.mtime = nil, made.LastModified
+			dn.mu.Unlock()
+			fsys.inos.Add(made.ID, ch.StableAttr().Ino)
+		}
+	}
+	return 0
+}
+
+// emptyForRename checks, with a fresh listing, that folder key holds
+// nothing on the service nor pending here (desktop files kept in memory
+// aside): EXDEV when it holds something.
+func (n *dirNode) emptyForRename(ctx context.Context, key cache.DirKey) syscall.Errno {
+	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 {
+		return syscall.EXDEV
+	}
+	n.fsys.store.Dirs.Drop(key)
+	l, err := n.fsys.store.Dirs.List(ctx, key)
+	if err != nil {
+		return Errno(n.fsys.log, "listing a folder to rename", err)
+	}
+	if len(l.Files) > 0 {
+		return syscall.EXDEV
+	}
+	return 0
+}

@@ -243,8 +243,16 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 	if errno != 0 {
 		return nil, 0, errno
 	}
+	bundled := false
+	if b := n.fsys.store.Bundler; b != nil {
+		parent := n.parentKey()
+		if l, err := n.fsys.store.Dirs.List(ctx, parent); err == nil {
+			b.Opened(parent, l.Files, f)
+		}
+		bundled = b.Covers(f.ID) // its content comes with the folder's bundle: no request of its own
+	}
 	replaced := false
-	if err := n.fsys.store.Check(ctx, cache.MetaOf(f)); err != nil && cache.Gone(err) {
+	if err := n.check(ctx, f, bundled); err != nil && cache.Gone(err) {
 		if f, errno = n.relist(ctx, f); errno != 0 {
 			return nil, 0, errno
 		}
@@ -257,12 +265,6 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 	keep := n.kernelCache.Same(m) && !replaced
 	n.kernelCache = m
 	n.mu.Unlock()
-	if b := n.fsys.store.Bundler; b != nil {
-		parent := n.parentKey()
-		if l, err := n.fsys.store.Dirs.List(ctx, parent); err == nil {
-			b.Opened(parent, l.Files, f)
-		}
-	}
 	r, err := n.fsys.store.Fetcher.Open(m)
 	if err != nil {
 		return nil, 0, Errno(n.fsys.log, "opening "+n.Path(nil), err)
@@ -362,6 +364,15 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	st.SetPath(n.Path(nil))
 	n.setStaged(st)
 	return st, 0
+}
+
+// check looks f up on the service before it is read (Store.Check), unless
+// a bundle job brings its content with its folder's.
+func (n *fileNode) check(ctx context.Context, f api.File, bundled bool) error {
+	if bundled {
+		return nil
+	}
+	return n.fsys.store.Check(ctx, cache.MetaOf(f))
 }
 
 // relist finds the version the node's name holds now, f (the listed one)

@@ -6,6 +6,7 @@ package fs
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -138,6 +139,21 @@ func TestRenameEmptyFolder(t *testing.T) {
 	}
 	if after, err := os.Stat(renamed); err != nil || !os.SameFile(before, after) {
 		t.Errorf("the renamed folder: %v (same inode: %v)", err, err == nil && os.SameFile(before, after))
+	}
+	// As a file manager does it: gio rename (GLib's, as Nautilus and the
+	// GTK file chooser use).
+	gio, err := exec.LookPath("gio")
+	if err != nil {
+		t.Fatal("gio is needed (apt-get install libglib2.0-bin)")
+	}
+	if err := os.Mkdir(e.Path("shared", "Untitled Folder"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(gio, "rename", e.Path("shared", "Untitled Folder"), "Minutes").CombinedOutput(); err != nil {
+		t.Fatalf("gio rename of an empty folder: %v: %s", err, out)
+	}
+	if fi, err := os.Stat(e.Path("shared", "Minutes")); err != nil || !fi.IsDir() {
+		t.Fatalf("after gio rename: %v", err)
 	}
 	// With content, EXDEV: the service would have to copy it.
 	if err := os.Rename(renamed, e.Path("shared", "Budget 2028")); !errors.Is(err, syscall.EXDEV) {

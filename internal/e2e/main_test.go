@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,12 +192,25 @@ func TestDaemonLifecycle(t *testing.T) {
 		t.Fatal("fusermount3 is needed (apt-get install fuse3)")
 	}
 	dir := t.TempDir()
-	for _, stop := range []string{"SIGINT", "SIGTERM", "fusermount3 -u"} {
+	// A service of its own (not --demo's, gone with the daemon), so that
+	// what exit status 0 promises is checked there: everything written is
+	// on the service. An hour's write-back leaves the sending to the drain.
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedDemo})
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	client := testkit.Client(t, srv, emulator.OrgA, api.Options{})
+	for i, stop := range []string{"SIGINT", "SIGTERM", "fusermount3 -u"} {
 		t.Run(stop, func(t *testing.T) {
-			d := startDaemon(t, dir)
+			d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--write-back", "1h")
 			b, err := os.ReadFile(filepath.Join(dir, "shared", "Welcome.txt"))
 			if err != nil || len(b) == 0 {
 				t.Fatalf("reading through the daemon: %v", err)
+			}
+			name, data := fmt.Sprintf("written-%d.bin", i), testkit.RandBytes(300<<10, int64(i))
+			if err := os.WriteFile(filepath.Join(dir, "shared", name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if uploaded(client, name, len(data)) {
+				t.Fatalf("%s was sent before the unmount (write-back 1h)", name)
 			}
 			switch stop {
 			case "SIGINT":
@@ -213,6 +227,9 @@ func TestDaemonLifecycle(t *testing.T) {
 			}
 			if mounted(dir) {
 				t.Fatalf("still mounted after %s", stop)
+			}
+			if got := serviceBytes(t, client, name); !bytes.Equal(got, data) {
+				t.Fatalf("exit status 0 after %s, but the service holds %d bytes of %s, want the %d written", stop, len(got), name, len(data))
 			}
 		})
 	}
@@ -351,6 +368,36 @@ func TestSIGUSR1ListsAndRetriesFailedUploads(t *testing.T) {
 }
 
 // uploaded reports whether shared/name is on the service with size bytes.
+// serviceBytes downloads shared/name through the API (nil when it is not
+// there).
+func serviceBytes(t *testing.T, client *api.Client, name string) []byte {
+	t.Helper()
+	files, err := client.SharedFiles(t.Context(), api.ListFilesRequest{}).Collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Name != name {
+			continue
+		}
+		link, err := client.FileURL(t.Context(), f.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := client.ReadRange(t.Context(), link.URL, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return nil
+}
+
 func uploaded(client *api.Client, name string, size int) bool {
 	files, err := client.SharedFiles(context.Background(), api.ListFilesRequest{}).Collect()
 	if err != nil {

@@ -381,15 +381,22 @@ func TestWriteReviewFailedRenameOverPending(t *testing.T) {
 	if err := e.Client.DeleteFile(t.Context(), id); err != nil { // someone else deleted a.txt meanwhile
 		t.Fatal(err)
 	}
+	// The source is gone from the service: the rename fails with ENOENT
+	// (its content cannot be fetched), and the pending file it would have
+	// replaced is untouched, here and once uploaded.
 	err := os.Rename(e.Path("shared", "a.txt"), e.Path("shared", "b.txt"))
-	t.Logf("rename: %v", err)
-	b, rerr := os.ReadFile(e.Path("shared", "b.txt"))
-	t.Logf("b.txt after failed rename: %q %v", b, rerr)
+	if !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("rename of a file deleted on the service meanwhile: %v, want ENOENT", err)
+	}
+	if b, err := os.ReadFile(e.Path("shared", "b.txt")); err != nil || string(b) != "precious" {
+		t.Fatalf("b.txt after the failed rename: %q %v", b, err)
+	}
 	e.settle()
-	_, ok := e.serviceFile("b.txt")
-	t.Logf("b.txt on service: %v", ok)
-	if err != nil && (!ok || string(e.serviceBytes("b.txt")) != "precious") {
-		t.Errorf("rename failed yet b.txt's pending content is gone")
+	if got := string(e.serviceBytes("b.txt")); got != "precious" {
+		t.Errorf("b.txt holds %q on the service, want its pending content", got)
+	}
+	if _, ok := e.serviceFile("a.txt"); ok {
+		t.Error("a.txt is on the service again")
 	}
 }
 

@@ -197,13 +197,22 @@ func TestCtlEntriesCannotBeRemoved(t *testing.T) {
 }
 
 func TestCtlWithoutPermissionOrFeature(t *testing.T) {
-	e := ctlEnv(t, envOptions{Org: emulator.OrgB})
-	fx := e.Emu.Fixtures(e.Org)
-	// org-b cannot bundle (no multiple_file_download): 4710 is EACCES.
-	_, err := os.ReadFile(e.ctl("machines", fmt.Sprint(fx.RunningMachine), "tasks", fmt.Sprintf("%d.zip", fx.Task)))
-	if fx.Task != 0 && !errors.Is(err, syscall.EACCES) {
+	// A task bundle refused for want of the multiple_file_download feature
+	// (4710) is EACCES. The demo gives only org-a a task, and org-a has the
+	// feature: the service's refusal is played on it.
+	a := ctlEnv(t, envOptions{})
+	afx := a.Emu.Fixtures(a.Org)
+	if afx.Task == 0 {
+		t.Fatal("the demo seed gives org-a no task")
+	}
+	a.Emu.InjectError("POST /files/download", api.CodePermissionRequired, 1000)
+	_, err := os.ReadFile(a.ctl("machines", fmt.Sprint(afx.RunningMachine), "tasks", fmt.Sprintf("%d.zip", afx.Task)))
+	if !errors.Is(err, syscall.EACCES) {
 		t.Errorf("a task bundle without the feature: %v, want EACCES", err)
 	}
+
+	e := ctlEnv(t, envOptions{Org: emulator.OrgB})
+	fx := e.Emu.Fixtures(e.Org)
 	// Logs refused for want of permission: EACCES.
 	e.Emu.InjectError("GET /user-action-logs", api.CodePermissionRequired, 1000)
 	day := time.Now().UTC().Format(dayFormat) + ".jsonl"

@@ -4,8 +4,8 @@ package cache
 // written is not downloaded to be read (a 50 MB file was fetched again at
 // its first read, and a git status after a clone read every file anew).
 //
-// Locks: Content.mu, then entry.mu, as in content.go; held across a link and
-// a rename of local files and the entry's record, no request.
+// Locks: Content.mu, then entry.mu, as in content.go; held across a rename
+// of a local file and the entry's record, no request.
 
 import (
 	"errors"
@@ -15,9 +15,10 @@ import (
 )
 
 // Adopt makes the file at path, which holds the whole content of version m
-// (a staged copy just uploaded as m), the cache's complete entry of m. The
-// file is linked into the cache, not copied; path stays for its owner to
-// remove. An entry of m in use is left alone (a reader got there first).
+// (a link to a staged copy just uploaded as m), the cache's complete entry
+// of m: it is moved into the cache, not copied. On failure path is left for
+// its owner to remove. An entry of m in use is left alone (a reader got
+// there first).
 // m's time is the mount's own record of the upload: the first listing of
 // the same id and size replaces it with the service's (same).
 func (c *Content) Adopt(m Meta, path string) error {
@@ -35,13 +36,7 @@ func (c *Content) Adopt(m Meta, path string) error {
 	if fi, err := os.Stat(path); err != nil || fi.Size() != m.Size {
 		return fmt.Errorf("cache: %s is not %d bytes (%v)", path, m.Size, err)
 	}
-	tmp := c.dataPath(m.ID) + ".adopt"
-	os.Remove(tmp)
-	if err := os.Link(path, tmp); err != nil {
-		return fmt.Errorf("cache: %w", err)
-	}
-	if err := os.Rename(tmp, c.dataPath(m.ID)); err != nil {
-		os.Remove(tmp)
+	if err := os.Rename(path, c.dataPath(m.ID)); err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
 	n := c.blocks(m.Size)

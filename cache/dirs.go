@@ -258,12 +258,6 @@ func (d *Dirs) DropSeats() {
 // shows at once without a new listing. A folder not cached is left alone: its
 // next listing will have the file.
 func (d *Dirs) Put(key DirKey, f api.File) {
-	d.mu.Lock()
-	hidden := d.hide[f.ID]
-	d.mu.Unlock()
-	if hidden {
-		return // renamed away meanwhile (a rename racing the end of its upload)
-	}
 	d.edit(key, func(files []api.File) []api.File {
 		out := make([]api.File, 0, len(files)+1)
 		for _, x := range files {
@@ -290,7 +284,9 @@ func (d *Dirs) Remove(key DirKey, id int64) {
 
 // edit replaces a cached listing by an edited copy (readers keep the old
 // one). It bumps the generation: a listing fetched from before the edit is
-// not stored over it.
+// not stored over it. Hidden files stay out, as in a fetched listing: a Put
+// of a file renamed away meanwhile (its upload ending as the rename
+// happened) does not bring it back.
 func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -299,7 +295,7 @@ func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 	if !ok {
 		return
 	}
-	d.dirs[key] = &Listing{Files: f(l.Files), Current: l.Current, Fetched: l.Fetched}
+	d.dirs[key] = &Listing{Files: d.visibleLocked(f(l.Files)), Current: l.Current, Fetched: l.Fetched}
 }
 
 // Cached returns a folder's cached listing, fresh or not, without a request.
@@ -325,20 +321,6 @@ func (d *Dirs) Hide(key DirKey, id int64) {
 	d.hide[id] = true
 	d.mu.Unlock()
 	d.Remove(key, id)
-}
-
-// HideName hides what the cached listing of key holds under name (a file
-// renamed away: what an upload left there is deleted after the new name's).
-func (d *Dirs) HideName(key DirKey, name string) {
-	l, ok := d.Cached(key)
-	if !ok {
-		return
-	}
-	for _, f := range l.Files {
-		if f.Name == name {
-			d.Hide(key, f.ID)
-		}
-	}
 }
 
 // visibleLocked is files without the hidden ones.

@@ -163,6 +163,12 @@ func TestDirsErrorsAreNotCachedAndHiddenFilesStayHidden(t *testing.T) {
 	if got := names(t, d, key); !slices.Equal(got, []string{"keep"}) {
 		t.Fatalf("fetched listing after Hide: %v", got)
 	}
+	// Nor does the mount's own record of it bring it back (an upload ending
+	// as the file was renamed away puts it after the Hide).
+	d.Put(key, gone)
+	if got := names(t, d, key); !slices.Equal(got, []string{"keep"}) {
+		t.Fatalf("cached listing after a Put of a hidden file: %v", got)
+	}
 
 	fake.setSeats(api.Seat{ID: 1, Name: "pc"})
 	for range 2 {

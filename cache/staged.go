@@ -177,14 +177,22 @@ func (st *Staged) ModTime() time.Time {
 // stat reads the local size and modification time (the last ones seen once
 // the file is closed).
 func (st *Staged) stat() (int64, time.Time) {
+	size, mod, _ := st.Stat()
+	return size, mod
+}
+
+// Stat is the local size and modification time, and the staged copy's file
+// information (nil once the file is closed: the size and time are then the
+// last ones seen), in one fstat.
+func (st *Staged) Stat() (int64, time.Time, os.FileInfo) {
 	fi, err := st.f.Stat()
 	st.s.mu.Lock()
 	defer st.s.mu.Unlock()
 	if err != nil {
-		return st.lastSize, st.lastMod
+		return st.lastSize, st.lastMod, nil
 	}
 	st.lastSize, st.lastMod = fi.Size(), fi.ModTime()
-	return st.lastSize, st.lastMod
+	return st.lastSize, st.lastMod, fi
 }
 
 // SetModTime sets the local modification time (utimes). The service keeps

@@ -141,6 +141,10 @@ func (s *Staging) scan() ([]int64, error) {
 			os.Remove(filepath.Join(s.dir, name)) // a record being written at the crash; the old one stands
 			continue
 		}
+		if strings.HasSuffix(name, ".kept") {
+			os.Remove(filepath.Join(s.dir, name)) // uploaded data on its way to the content cache at the crash
+			continue
+		}
 		if base, ok := strings.CutSuffix(name, ".json.bad"); ok {
 			if seq, err := strconv.ParseInt(base, 10, 64); err == nil {
 				records[seq] = true // kept aside, with its data, for a person to look at

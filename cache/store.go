@@ -239,12 +239,13 @@ func (s *Store) Move(st *Staged, to Target, replaces int64) error {
 	}
 	s.Times.Move(from, to)
 	if from != to {
-		fromKey := DirKey{Area: from.Area, ID: from.ParentID}
-		s.Dirs.HideName(fromKey, from.Name)
 		if uploaded != 0 && uploaded != replaces {
-			// The version at the old name, deleted once the new name is up:
-			// hidden by id too, as a listing not cached now would show it.
-			s.Dirs.Hide(fromKey, uploaded)
+			// The version at the old name (an upload that ended just before
+			// the move put it in the listing), deleted once the new name is
+			// up: hidden by id, in any listing, cached now or fetched later.
+			// Nothing else at the old name is hidden: a version of another
+			// writer's, which the staging never deletes, stays shown.
+			s.Dirs.Hide(DirKey{Area: from.Area, ID: from.ParentID}, uploaded)
 		}
 	}
 	return nil

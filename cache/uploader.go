@@ -356,7 +356,7 @@ func (s *Staging) keepData(st *Staged, f api.File) string {
 
 // handOver gives the data kept of an upload to the content cache when the
 // staged file retired unchanged (nobody can write it any more: it is the
-// content of f), and removes it otherwise.
+// content of f), which moves it in; what is left is removed.
 func (s *Staging) handOver(f api.File, kept string, retired bool) {
 	if kept == "" {
 		return

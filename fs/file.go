@@ -142,14 +142,12 @@ func (n *fileNode) fillAttr(a *fuse.Attr) {
 	gone := n.unlinked
 	n.mu.Unlock()
 	if gone != nil {
-		n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), gone.Size(), gone.ModTime())
+		n.fsys.stagedAttr(a, gone)
 		a.Nlink = 0 // unlinked, still open
-		stagedBlocks(a, gone)
 		return
 	}
 	if st := n.refreshStaged(); st != nil {
-		n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), st.Size(), st.ModTime())
-		stagedBlocks(a, st)
+		n.fsys.stagedAttr(a, st)
 		return
 	}
 	n.mu.Lock()
@@ -161,12 +159,13 @@ func (n *fileNode) fillAttr(a *fuse.Attr) {
 	}
 }
 
-// stagedBlocks sets a staged file's block count from what its staging copy
-// holds on local disk (a sparse file counts its holes for nothing, as du
-// expects).
-func stagedBlocks(a *fuse.Attr, st *cache.Staged) {
-	// Stat, not Fd: the staging may close the file meanwhile.
-	if fi, err := st.File().Stat(); err == nil {
+// stagedAttr fills a staged file's attributes from one fstat of its
+// staging copy: local size and time, and the blocks it holds on disk (a
+// sparse file counts its holes for nothing, as du expects).
+func (f *FS) stagedAttr(a *fuse.Attr, st *cache.Staged) {
+	size, mod, fi := st.Stat()
+	f.SetAttr(a, syscall.S_IFREG|f.FileMode(), size, mod)
+	if fi != nil {
 		if s, ok := fi.Sys().(*syscall.Stat_t); ok {
 			a.Blocks = uint64(s.Blocks)
 		}

@@ -382,25 +382,32 @@ func serviceBytes(t *testing.T, client *api.Client, name string) []byte {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if f.Name != name {
-			continue
+		if f.Name == name {
+			b, err := fileBytes(t.Context(), client, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
 		}
-		link, err := client.FileURL(t.Context(), f.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := client.ReadRange(t.Context(), link.URL, 0, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		b, err := io.ReadAll(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
 	}
 	return nil
+}
+
+// fileBytes downloads service file f through the API.
+func fileBytes(ctx context.Context, client *api.Client, f api.File) ([]byte, error) {
+	if f.Size == 0 {
+		return []byte{}, nil
+	}
+	link, err := client.FileURL(ctx, f.ID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := client.ReadRange(ctx, link.URL, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
 }
 
 // uploaded reports whether shared/name is on the service with size bytes.

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -149,7 +147,8 @@ func (c *contention) check(ctx context.Context) string {
 	}
 	held := map[string][]string{} // name (a copy's by its original) -> contents
 	for _, f := range files {
-		data, err := c.download(ctx, f)
+		b, err := fileBytes(ctx, c.client, f)
+		data := string(b)
 		if err != nil {
 			return fmt.Sprintf("reading %s from the service: %v", f.Name, err)
 		}
@@ -186,24 +185,6 @@ func (c *contention) check(ctx context.Context) string {
 		}
 	}
 	return ""
-}
-
-func (c *contention) download(ctx context.Context, f api.File) (string, error) {
-	if f.Size == 0 {
-		return "", nil
-	}
-	link, err := c.client.FileURL(ctx, f.ID)
-	if err != nil {
-		return "", err
-	}
-	r, err := c.client.ReadRange(ctx, link.URL, 0, -1)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	var b bytes.Buffer
-	_, err = io.Copy(&b, r)
-	return b.String(), err
 }
 
 // writeSyncClose writes data to p, replacing what was there, and returns

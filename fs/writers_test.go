@@ -291,8 +291,17 @@ func TestOwnUploadKeepsIdentity(t *testing.T) {
 	if last.Ino != before.Ino || !last.Mtim.Equal(edited.Mtim) || last.Size != int64(len("built again")) {
 		t.Fatalf("after an edit: ino %d→%d, mtime %v→%v, size %d", before.Ino, last.Ino, edited.Mtim, last.Mtim, last.Size)
 	}
-	if got := readFile(t, p); got != "built again" {
-		t.Fatalf("reads %q", got)
+	// What was uploaded is the cache's: read (for the first time) after a
+	// remount on the same cache dir (the kernel's pages gone with the
+	// mount), it downloads nothing.
+	e.unmount()
+	e.Mount()
+	gets := e.objectGets()
+	if got := readFile(t, e.Path("shared", "target.o")); got != "built again" {
+		t.Fatalf("after a remount, reads %q", got)
+	}
+	if n := e.objectGets() - gets; n != 0 {
+		t.Fatalf("reading a file this mount uploaded made %d object GETs, want none", n)
 	}
 }
 

@@ -16,6 +16,9 @@
 //     requests.go, conflicts.go): the files written through the mount, kept
 //     on local disk until they are uploaded; before an upload replaces a
 //     file, the check of whose version the name holds (conflict copies).
+//   - Attrs (attrs.go, attrs_journal.go): the modes, owners and times set on
+//     this desk, which the service does not keep, in a journal in the cache
+//     dir.
 //
 // Every request goes through Client (client.go), the methods of *api.Client
 // the package calls.
@@ -30,7 +33,7 @@
 //  4. Content.mu
 //  5. entry.mu (one cache entry)
 //
-// Staging.mu, Dirs.mu and Bundler.mu are leaves: each is taken alone, never
+// Staging.mu, Dirs.mu, Bundler.mu and Attrs.mu are leaves: each is taken alone, never
 // with another lock of the package (a Staged has no lock of its own: Staging.mu
 // guards it). The Fetcher calls the Bundler, and the Bundler the Content, with
 // no lock held.

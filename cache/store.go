@@ -30,7 +30,7 @@ type Store struct {
 	Bundler *Bundler
 	Fetcher *Fetcher
 	Staging *Staging // nil on a read-only mount
-	Times   *Times
+	Attrs   *Attrs   // what users set: modes, owners, times
 	log     logrus.FieldLogger
 }
 
@@ -62,12 +62,15 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		return nil, errors.New("cache: StoreOptions.Client is required")
 	}
 	log := logging.OrDiscard(opts.Log)
-	s := &Store{Client: opts.Client, Times: NewTimes(), log: log}
+	s := &Store{Client: opts.Client, log: log}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
+	if s.Attrs, err = OpenAttrs(filepath.Join(opts.Dir, AttrsFile), opts.ReadOnly, log); err != nil {
+		return nil, err
+	}
 	if s.Content, err = OpenContent(ContentOptions{Dir: filepath.Join(opts.Dir, "content"), MaxSize: opts.MaxSize, Log: log}); err != nil {
 		return nil, err
 	}
@@ -96,7 +99,11 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		Transfers: transfers, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
 		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk,
 		OnSuperseded: func(t Target, id int64) { s.Dirs.Hide(DirKey{Area: t.Area, ID: t.ParentID}, id) }})
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	s.Attrs.KeepPending(func(t Target) bool { return s.Staging.Lookup(t) != nil })
+	return s, nil
 }
 
 // Close closes the parts (staging without draining: Drain first for that).
@@ -107,6 +114,9 @@ func (s *Store) Close() error {
 	}
 	if s.Bundler != nil {
 		s.Bundler.Close()
+	}
+	if s.Attrs != nil {
+		errs = append(errs, s.Attrs.Close())
 	}
 	if s.Content != nil {
 		if err := s.Content.Close(); err != nil {
@@ -122,7 +132,7 @@ func (s *Store) Close() error {
 // before it is not cached), so whoever looks at the staging first and the
 // listing second finds the file in one or the other.
 func (s *Store) uploaded(t Target, f api.File, modTime time.Time) {
-	s.Times.Uploaded(t, f.ID, f.LastModified, modTime)
+	s.Attrs.Uploaded(t, f.ID, f.LastModified, modTime)
 	s.Dirs.Put(DirKey{Area: t.Area, ID: t.ParentID}, f)
 }
 
@@ -179,8 +189,10 @@ func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
 	s.Dirs.Remove(parent, f.ID)
 	if f.IsDir() {
 		s.Dirs.Drop(DirKey{Area: parent.Area, ID: f.ID})
+		s.Attrs.ForgetDir(DirKey{Area: parent.Area, ID: f.ID})
 	} else {
 		s.Fetcher.Forget(f.ID)
+		s.Attrs.Forget(f.ID)
 	}
 	return nil
 }
@@ -237,7 +249,7 @@ func (s *Store) Move(st *Staged, to Target, replaces int64) error {
 	if err := s.Staging.RenameReplacing(st, to, replaces); err != nil {
 		return err
 	}
-	s.Times.Move(from, to)
+	s.Attrs.Move(from, to)
 	if from != to {
 		if uploaded != 0 && uploaded != replaces {
 			// The version at the old name (an upload that ended just before
@@ -278,6 +290,6 @@ func (s *Store) StageCopy(ctx context.Context, to Target, from api.File, replace
 	if err != nil {
 		return nil, err
 	}
-	st.SetModTime(s.Times.Shown(from))
+	st.SetModTime(s.Attrs.Shown(from).ModTime(from.LastModified))
 	return st, nil
 }

@@ -48,7 +48,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	// leaves the listing at once and the service after the upload.
 	to := Target{Area: shared, ParentID: d.ID, Name: "copy.txt"}
 	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
-	s.Times.SetFile(old, when)
+	s.Attrs.SetFile(old, TimeAttr(when))
 	st, err := s.StageCopy(ctx, to, old, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	if !st.ModTime().Equal(when) {
 		t.Fatalf("the copy shows %v, want the time set on the original %v", st.ModTime(), when)
 	}
-	s.Times.SetPending(to, when)
+	s.Attrs.SetPending(to, TimeAttr(when))
 	s.Supersede(root, old, st)
 	st.CloseWriter()
 	if err := s.Staging.Flush(ctx, st); err != nil {
@@ -78,7 +78,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	if len(l.Files) != 1 || l.Files[0].Name != "copy.txt" || l.Files[0].Size != int64(len("old content")) {
 		t.Fatalf("after the upload the folder lists %+v", l.Files)
 	}
-	if got := s.Times.Shown(l.Files[0]); !got.Equal(when) {
+	if got := s.Attrs.Shown(l.Files[0]).ModTime(l.Files[0].LastModified); !got.Equal(when) {
 		t.Fatalf("the uploaded copy shows %v, want %v", got, when)
 	}
 

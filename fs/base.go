@@ -155,6 +155,71 @@ func (f *FS) SetAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 	}
 }
 
+// applyAttr shows what a user set on this desk (cache.Attr: mode, owner,
+// times) over the defaults in a. The change time is never before the others.
+func applyAttr(a *fuse.Attr, s cache.Attr) {
+	if s.Mode != nil {
+		a.Mode = a.Mode&syscall.S_IFMT | *s.Mode&0o7777
+	}
+	if s.UID != nil {
+		a.Uid = *s.UID
+	}
+	if s.GID != nil {
+		a.Gid = *s.GID
+	}
+	if s.MTime != nil {
+		a.SetTimes(s.MTime, s.MTime, nil)
+	}
+	if s.CTime != nil && s.CTime.After(a.ChangeTime()) {
+		a.SetTimes(nil, nil, s.CTime)
+	}
+}
+
+// attrChange is what a setattr sets besides the size (chmod, chown, utimes),
+// stamped with the change time; ok is false when it sets none of them.
+func attrChange(in *fuse.SetAttrIn) (c cache.Attr, ok bool) {
+	if m, ok := in.GetMode(); ok {
+		m &= 0o7777
+		c.Mode = &m
+	}
+	if u, ok := in.GetUID(); ok {
+		c.UID = &u
+	}
+	if g, ok := in.GetGID(); ok {
+		c.GID = &g
+	}
+	if t, ok := in.GetMTime(); ok {
+		c.MTime = &t
+	}
+	if c.IsZero() {
+		return c, false
+	}
+	now := time.Now()
+	c.CTime = &now
+	return c, true
+}
+
+// newAttr is what a file or folder made with mode by the caller of ctx
+// keeps of its own: its mode and owner where they are not the mount's
+// defaults (def is the default mode).
+func (f *FS) newAttr(ctx context.Context, mode, def uint32) cache.Attr {
+	var a cache.Attr
+	if m := mode & 0o7777; m != def {
+		a.Mode = &m
+	}
+	if c, ok := fuse.FromContext(ctx); ok && c != nil {
+		if c.Uid != f.opts.UID {
+			uid := c.Uid
+			a.UID = &uid
+		}
+		if c.Gid != f.opts.GID {
+			gid := c.Gid
+			a.GID = &gid
+		}
+	}
+	return a
+}
+
 // setDirAttr fills a folder's attributes (a zero mtime shows the mount's
 // start).
 func (f *FS) setDirAttr(a *fuse.Attr, mtime time.Time) {

@@ -136,6 +136,7 @@ func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 	mtime := n.mtime
 	n.mu.Unlock()
 	n.fsys.setDirAttr(&out.Attr, mtime)
+	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(n.dirKey()))
 	return 0
 }
 
@@ -335,9 +336,13 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 		out.Attr = a.Attr
 		return ch, ln, fuse.FOPEN_DIRECT_IO, 0
 	}
-	st, errno := n.createStaged(ctx, name)
+	isNew := n.staged(name) == nil && !n.cachedHas(name)
+	st, errno := n.createStaged(ctx, name, n.fsys.newAttr(ctx, mode, n.fsys.FileMode()))
 	if errno != 0 {
 		return nil, nil, 0, errno
+	}
+	if isNew {
+		n.fsys.store.Attrs.TouchDir(n.dirKey())
 	}
 	st.Touch()
 	ch := n.stagedChild(ctx, name, st)
@@ -349,7 +354,7 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 // createStaged returns the empty staging copy of a file made at name: the
 // pending file there, truncated, or a new one, which replaces the service
 // file of that name when it is uploaded. The caller owns a writer of it.
-func (n *dirNode) createStaged(ctx context.Context, name string) (*cache.Staged, syscall.Errno) {
+func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr) (*cache.Staged, syscall.Errno) {
 	t := n.target(name)
 	// Acquire opens a pending file for writing under the queue's lock, so its
 	// upload cannot retire it in between.
@@ -366,11 +371,13 @@ func (n *dirNode) createStaged(ctx context.Context, name string) (*cache.Staged,
 			return nil, syscall.EISDIR
 		}
 		replaces = f.ID
+		set = n.fsys.store.Attrs.Shown(f) // an existing file keeps its mode and owner
 	}
 	st, err := n.fsys.store.Staging.Create(t, replaces)
 	if err != nil {
 		return nil, Errno(n.fsys.log, "creating "+n.Path(nil)+"/"+name, err)
 	}
+	n.fsys.store.Attrs.ResetPending(t, set)
 	st.OpenWriter()
 	st.SetPath(n.Path(nil) + "/" + name)
 	return st, 0
@@ -397,8 +404,14 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if err != nil {
 		return nil, Errno(n.fsys.log, "creating folder "+n.Path(nil)+"/"+name, err)
 	}
+	key := cache.DirKey{Area: n.dirKey().Area, ID: f.ID}
+	if set := n.fsys.newAttr(ctx, mode, n.fsys.DirMode()); !set.IsZero() {
+		n.fsys.store.Attrs.SetDir(key, set)
+	}
+	n.fsys.store.Attrs.TouchDir(n.dirKey())
 	ch := n.listedChild(ctx, name, f)
 	n.fsys.setDirAttr(&out.Attr, f.LastModified)
+	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(key))
 	return ch, 0
 }
 
@@ -416,6 +429,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		if err := n.fsys.store.Staging.Remove(st); err != nil {
 			return Errno(n.fsys.log, "removing "+name, err)
 		}
+		n.fsys.store.Attrs.ForgetPending(st.Target())
 		if ch := n.GetChild(name); ch != nil {
 			if fn, ok := ch.Operations().(*fileNode); ok {
 				// Descriptors still open on it read and write the removed
@@ -447,6 +461,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if !found {
 		return syscall.ENOENT
 	}
+	n.fsys.store.Attrs.TouchDir(n.dirKey())
 	return 0
 }
 
@@ -482,6 +497,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return Errno(n.fsys.log, "deleting folder "+n.Path(nil)+"/"+name, err)
 	}
 	n.fsys.local.dropDir(key)
+	n.fsys.store.Attrs.TouchDir(n.dirKey())
 	return 0
 }
 
@@ -526,6 +542,20 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 			return syscall.EEXIST
 		}
 	}
+	errno := r.move(ctx, st)
+	if errno == 0 {
+		// Both folders' times move, as a disk's do.
+		n.fsys.store.Attrs.TouchDir(n.dirKey())
+		if dst.dirKey() != n.dirKey() {
+			n.fsys.store.Attrs.TouchDir(dst.dirKey())
+		}
+	}
+	return errno
+}
+
+// move renames what r names: a folder, a pending file (st) or a file on the
+// service.
+func (r *renaming) move(ctx context.Context, st *cache.Staged) syscall.Errno {
 	if r.onService && r.old.IsDir() {
 		return r.folder(ctx)
 	}
@@ -587,7 +617,10 @@ func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 	if err != nil {
 		return Errno(fsys.log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
 	}
-	fsys.store.Times.SetPending(r.to(), fsys.store.Times.Shown(r.old))
+	set := fsys.store.Attrs.Shown(r.old)
+	mtime, now := set.ModTime(r.old.LastModified), time.Now()
+	set.MTime, set.CTime = &mtime, &now
+	fsys.store.Attrs.ResetPending(r.to(), set)
 	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	st.Touch()
 	// Gone from here now; from the service once the new name is there.
@@ -614,17 +647,14 @@ func (n *dirNode) retargetChild(name string, dst *dirNode, newName string, st *c
 	}
 }
 
-// Setattr: folders take chmod, chown and utimes without effect on the
-// service (it keeps no modes, owners or folder times); a time set shows until
-// the next listing. cp -a, rsync -a and mv expect them to succeed.
+// Setattr: a folder's chmod, chown and utimes are kept on this desk
+// (cache.Attrs); the service keeps no modes, owners or folder times.
 func (n *dirNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if !n.fsys.writable(n.dirKey().Area) {
 		return syscall.EROFS
 	}
-	if mtime, ok := in.GetMTime(); ok {
-		n.mu.Lock()
-		n.mtime = mtime
-		n.mu.Unlock()
+	if c, ok := attrChange(in); ok {
+		n.fsys.store.Attrs.SetDir(n.dirKey(), c)
 	}
 	return n.Getattr(ctx, fh, out)
 }

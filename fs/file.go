@@ -10,7 +10,6 @@ import (
 	"context"
 	"sync"
 	"syscall"
-	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -148,12 +147,16 @@ func (n *fileNode) fillAttr(a *fuse.Attr) {
 	}
 	if st := n.refreshStaged(); st != nil {
 		n.fsys.stagedAttr(a, st)
+		set := n.fsys.store.Attrs.Pending(st.Target())
+		set.MTime = nil // the staging copy's
+		applyAttr(a, set)
 		return
 	}
 	n.mu.Lock()
 	f := n.file
 	n.mu.Unlock()
-	n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), f.Size, n.fsys.store.Times.Shown(f))
+	n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), f.Size, f.LastModified)
+	applyAttr(a, n.fsys.store.Attrs.Shown(f))
 	if f.ID != 0 && n.fsys.open.isUnlinked(f.ID) {
 		a.Nlink = 0
 	}
@@ -280,8 +283,8 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 	return &readHandle{node: n, r: r}, fuseFlags, 0
 }
 
-// Setattr truncates (through the staging copy) and sets the time shown;
-// chmod and chown succeed without effect (cp -a and rsync -a expect it).
+// Setattr truncates (through the staging copy) and sets mode, owner and
+// times, kept on this desk (cache.Attrs).
 func (n *fileNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if !n.fsys.writable(n.parentKey().Area) {
 		return syscall.EROFS
@@ -291,8 +294,8 @@ func (n *fileNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Set
 			return errno
 		}
 	}
-	if mtime, ok := in.GetMTime(); ok {
-		n.setModTime(mtime)
+	if c, ok := attrChange(in); ok {
+		n.setAttr(c)
 	}
 	n.fillAttr(&out.Attr)
 	return 0
@@ -314,18 +317,20 @@ func (n *fileNode) truncate(ctx context.Context, size int64) syscall.Errno {
 	return 0
 }
 
-// setModTime sets the time shown for the file: a pending file's on its
-// staging copy, a service file's in the mount's memory (cache.Times).
-func (n *fileNode) setModTime(mtime time.Time) {
+// setAttr keeps what a setattr set: a pending file's time on its staging
+// copy, the rest (and a service file's time) in the attribute store.
+func (n *fileNode) setAttr(c cache.Attr) {
 	if st := n.refreshStaged(); st != nil {
-		st.SetModTime(mtime)
-		n.fsys.store.Times.SetPending(st.Target(), mtime)
+		if c.MTime != nil {
+			st.SetModTime(*c.MTime)
+		}
+		n.fsys.store.Attrs.SetPending(st.Target(), c)
 		return
 	}
 	n.mu.Lock()
 	f := n.file
 	n.mu.Unlock()
-	n.fsys.store.Times.SetFile(f, mtime)
+	n.fsys.store.Attrs.SetFile(f, c)
 }
 
 // stageForWriting opens the node's content for writing: its pending staging
@@ -360,6 +365,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	if err != nil {
 		return nil, Errno(n.fsys.log, "staging "+n.Path(nil), err)
 	}
+	n.fsys.store.Attrs.ResetPending(n.target(), n.fsys.store.Attrs.Shown(f)) // a mode lasts across a write
 	st.SetPath(n.Path(nil))
 	n.setStaged(st)
 	return st, 0

@@ -7,7 +7,7 @@ package fs
 //
 //	fileNode.stageMu
 //	  → a node's mu (fileNode.mu, dirNode.mu or computersNode.mu; never two nodes' at once)
-//	    → package cache's locks (Staging.mu, Dirs.mu, Times.mu, the fetcher's
+//	    → package cache's locks (Staging.mu, Dirs.mu, Attrs.mu, the fetcher's
 //	      and the content cache's), taken inside the cache calls; their order
 //	      is in cache/doc.go
 //

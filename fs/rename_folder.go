@@ -44,6 +44,7 @@ func (r *renaming) folder(ctx context.Context) syscall.Errno {
 	if err != nil {
 		return Errno(fsys.log, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
+	set := fsys.store.Attrs.Dir(key) // forgotten with the old folder
 	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
 		if derr := fsys.store.Delete(ctx, dst, made); derr != nil {
 			fsys.log.WithError(derr).Warn("fs: could not undo the new folder of a failed folder rename")
@@ -51,6 +52,10 @@ func (r *renaming) folder(ctx context.Context) syscall.Errno {
 		return Errno(fsys.log, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
 	}
 	fsys.local.dropDir(key)
+	if !set.IsZero() {
+		// Its mode, owner and times go with it.
+		fsys.store.Attrs.SetDir(cache.DirKey{Area: dst.Area, ID: made.ID}, set)
+	}
 	// The node the kernel moves now stands for the new folder, with its
 	// inode number (the old id is gone).
 	if ch := r.src.GetChild(r.name); ch != nil {

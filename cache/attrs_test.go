@@ -1,0 +1,101 @@
+package cache
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+)
+
+func u32(v uint32) *uint32 { return &v }
+
+// What is set lasts across a reopen of the journal, until the service's
+// record changes; a torn line is skipped; the journal is compacted.
+func TestAttrsJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), AttrsFile)
+	m, err := OpenAttrs(path, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	set := time.Date(2020, 6, 7, 8, 9, 10, 0, time.UTC)
+	f := api.File{ID: 7, Name: "run.sh", LastModified: listed}
+	m.SetFile(f, Attr{Mode: u32(0o755)})
+	m.SetFile(f, TimeAttr(set)) // merged with the mode
+	pend := Target{Area: Area{Kind: Machine, MachineID: 3}, ParentID: 9, Name: "new"}
+	m.SetPending(pend, Attr{UID: u32(1000)})
+	dir := DirKey{Area: Area{Kind: Shared}, ID: 11}
+	m.SetDir(dir, Attr{Mode: u32(0o700)})
+	gone := DirKey{Area: Area{Kind: Shared}, ID: 12}
+	m.SetDir(gone, Attr{Mode: u32(0o711)})
+	m.ForgetDir(gone)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A torn last line, as a crash mid-write leaves.
+	j, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	j.WriteString(`{"file":99,"attr":{"mo`)
+	j.Close()
+
+	m, err = OpenAttrs(path, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.Shown(f)
+	if got.Mode == nil || *got.Mode != 0o755 || !got.ModTime(listed).Equal(set) {
+		t.Fatalf("after a reopen the file shows %+v", got)
+	}
+	if a := m.Pending(pend); a.UID == nil || *a.UID != 1000 {
+		t.Fatalf("after a reopen the pending file shows %+v", a)
+	}
+	if a := m.Dir(dir); a.Mode == nil || *a.Mode != 0o700 {
+		t.Fatalf("after a reopen the folder shows %+v", a)
+	}
+	if a := m.Dir(gone); !a.IsZero() {
+		t.Fatalf("a forgotten folder shows %+v", a)
+	}
+	// Another writer's version (a new time on the service): the defaults.
+	if a := m.Shown(api.File{ID: 7, LastModified: listed.Add(time.Second)}); !a.IsZero() {
+		t.Fatalf("a changed record shows %+v", a)
+	}
+	if a := m.Shown(f); !a.IsZero() {
+		t.Fatalf("what was set is not forgotten once the record changed: %+v", a)
+	}
+	// Many changes to one folder: the journal is rewritten, not grown.
+	for i := range 10000 {
+		m.SetDir(dir, Attr{Mode: u32(uint32(i % 0o777))})
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() > 1<<20 {
+		t.Fatalf("journal after 10,000 changes of one folder: %v %v", fi.Size(), err)
+	}
+	m.Close()
+	m, err = OpenAttrs(path, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := m.Dir(dir); a.Mode == nil || *a.Mode != 9999%0o777 {
+		t.Fatalf("after compactions the folder shows %+v", a)
+	}
+}
+
+// What is set on a pending file goes to its service id at the upload, with
+// the writer's time, and survives the service's first listing of it.
+func TestAttrsFollowTheUpload(t *testing.T) {
+	m := NewAttrs()
+	pend := Target{Name: "a"}
+	m.SetPending(pend, Attr{Mode: u32(0o700)})
+	m.Move(pend, Target{Name: "b"})
+	prov, wrote := time.Now(), time.Now().Add(-time.Hour)
+	m.Uploaded(Target{Name: "b"}, 5, prov, wrote)
+	if a := m.Pending(Target{Name: "b"}); !a.IsZero() {
+		t.Fatalf("still pending: %+v", a)
+	}
+	for _, listed := range []time.Time{prov, prov.Add(time.Millisecond), prov.Add(time.Millisecond)} {
+		a := m.Shown(api.File{ID: 5, LastModified: listed})
+		if a.Mode == nil || *a.Mode != 0o700 || !a.ModTime(listed).Equal(wrote) || a.CTime == nil {
+			t.Fatalf("listed at %v the upload shows %+v", listed, a)
+		}
+	}
+}

@@ -79,7 +79,8 @@ func (Common) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno
 // above 2^40 (ids are unique across the organization and its areas); a
 // computer's folder is its id above 2^41; a file not yet on the service has
 // its staged copy's number above 2^62 + 2^61 (stagedIno), a desktop file kept
-// in memory a hash of its folder and name above 2^62 (nameIno); the control tree's
+// in memory a hash of its folder and name above 2^62 (nameIno); the root's
+// .Trash-UID is the uid above 2^39 (trashMarkerIno); the control tree's
 // nodes (package fs/ctl) have a hash of their path above 2^63.
 const (
 	inoRoot       = 1

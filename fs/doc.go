@@ -9,7 +9,8 @@
 // One file per concern: fs.go (options, the FS and its dependencies,
 // mounting, and the package's lock order), base.go (what every node shares:
 // the base node and Common's answers, inode numbers, attributes), root.go
-// (the root and its fixed folders), computers.go (computers/), dir.go (a
+// (the root and its fixed folders), trash.go (the file that tells
+// file managers the mount has no trash), computers.go (computers/), dir.go (a
 // folder of a storage area: listing, and the changes made in it),
 // rename_folder.go (rename of an empty folder), file.go (a
 // file: attributes, open, staging for writing), handle.go (the read handle

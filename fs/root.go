@@ -1,7 +1,8 @@
 package fs
 
 // The mount's root: shared/, computers/, recordings/ and, when the command
-// gives one, the control tree .ctl/ (package fs/ctl).
+// gives one, the control tree .ctl/ (package fs/ctl); .Trash-UID answers a
+// lookup (trash.go), unlisted.
 //
 // Locks: none (its children are fixed).
 
@@ -51,12 +52,16 @@ func (n *rootNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.At
 	return 0
 }
 
-// Lookup answers the fixed children (kept by go-fuse) and probes; anything
-// else does not exist.
+// Lookup answers the fixed children (kept by go-fuse), and .Trash-UID with
+// the file that tells GLib the mount has no trash (trash.go); anything else
+// does not exist.
 func (n *rootNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if ch := n.GetChild(name); ch != nil {
 		EntryAttr(ctx, ch, out)
 		return ch, 0
+	}
+	if uid, ok := trashUID(name); ok {
+		return n.trashMarkerChild(ctx, uid, out), 0
 	}
 	if len(name) > maxName {
 		return nil, syscall.ENAMETOOLONG

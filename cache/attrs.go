@@ -76,7 +76,10 @@ type Attrs struct {
 	// lately (provisional: not the service's), so that what is set on a file
 	// just uploaded survives the first real listing; safe for concurrent use.
 	recent *lru.Cache[int64, time.Time]
-	log    logrus.FieldLogger
+	// justUploaded is the service id each pending file lately uploaded got,
+	// by its target; safe for concurrent use.
+	justUploaded *lru.Cache[Target, int64]
+	log          logrus.FieldLogger
 }
 
 // recentUploads is how many uploads' own record times Attrs keeps.
@@ -95,14 +98,33 @@ func NewAttrs() *Attrs {
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
+	just, err := lru.New[Target, int64](recentUploads)
+	if err != nil {
+		panic(err)
+	}
 	return &Attrs{pending: map[Target]Attr{}, files: map[int64]*fileSet{}, dirs: map[DirKey]Attr{},
-		recent: recent, log: logging.OrDiscard(nil)}
+		recent: recent, justUploaded: just, log: logging.OrDiscard(nil)}
 }
 
-// SetPending records what was set on a pending file.
+// SetPending records what was set on a pending file. One whose upload
+// ended just before (a chmod racing the upload's end) gives it to the
+// version uploaded.
 func (m *Attrs) SetPending(t Target, c Attr) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.pending[t]; !ok {
+		if id, ok := m.justUploaded.Get(t); ok {
+			n := m.files[id]
+			if n == nil {
+				n = &fileSet{}
+				n.Provisional, _ = m.recent.Get(id)
+			}
+			n = &fileSet{Attr: n.Attr.With(c), Seen: n.Seen, Provisional: n.Provisional}
+			m.files[id] = n
+			m.recordFile(id, n)
+			return
+		}
+	}
 	a := m.pending[t].With(c)
 	m.pending[t] = a
 	m.record(attrRecord{Pending: &t, Attr: &a})
@@ -113,6 +135,7 @@ func (m *Attrs) SetPending(t Target, c Attr) {
 func (m *Attrs) ResetPending(t Target, a Attr) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.justUploaded.Remove(t) // a new file there
 	_, had := m.pending[t]
 	switch {
 	case !a.IsZero():
@@ -137,11 +160,20 @@ func (m *Attrs) KeepPending(keep func(Target) bool) {
 	}
 }
 
-// Pending is what was set on a pending file.
+// Pending is what was set on a pending file: also while its upload ends
+// (the version uploaded has it, the staging holds the file still).
 func (m *Attrs) Pending(t Target) Attr {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.pending[t]
+	if a, ok := m.pending[t]; ok {
+		return a
+	}
+	if id, ok := m.justUploaded.Get(t); ok {
+		if n := m.files[id]; n != nil {
+			return n.Attr
+		}
+	}
+	return Attr{}
 }
 
 // ForgetPending drops what was set on a pending file removed.
@@ -198,6 +230,7 @@ func (m *Attrs) Uploaded(t Target, id int64, provisional, modTime time.Time) {
 	m.recent.Add(id, provisional)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.justUploaded.Add(t, id)
 	a, ok := m.pending[t]
 	if ok {
 		delete(m.pending, t)

@@ -89,13 +89,34 @@ func TestAttrsFollowTheUpload(t *testing.T) {
 	m.Move(pend, Target{Name: "b"})
 	prov, wrote := time.Now(), time.Now().Add(-time.Hour)
 	m.Uploaded(Target{Name: "b"}, 5, prov, wrote)
-	if a := m.Pending(Target{Name: "b"}); !a.IsZero() {
-		t.Fatalf("still pending: %+v", a)
+	// While the staging still holds it (the upload ending), the pending
+	// file shows what its version uploaded has.
+	if a := m.Pending(Target{Name: "b"}); a.Mode == nil || *a.Mode != 0o700 {
+		t.Fatalf("as its upload ends the pending file shows %+v", a)
 	}
 	for _, listed := range []time.Time{prov, prov.Add(time.Millisecond), prov.Add(time.Millisecond)} {
 		a := m.Shown(api.File{ID: 5, LastModified: listed})
 		if a.Mode == nil || *a.Mode != 0o700 || !a.ModTime(listed).Equal(wrote) || a.CTime == nil {
 			t.Fatalf("listed at %v the upload shows %+v", listed, a)
 		}
+	}
+}
+
+// A chmod that finds the file pending but lands after its upload ended goes
+// to the version uploaded, not to a pending file that is no more.
+func TestAttrsSetAsTheUploadEnds(t *testing.T) {
+	m := NewAttrs()
+	pend := Target{Name: "run.sh"}
+	prov := time.Now()
+	m.Uploaded(pend, 8, prov, prov)
+	m.SetPending(pend, Attr{Mode: u32(0o755)})
+	if a := m.Shown(api.File{ID: 8, LastModified: prov}); a.Mode == nil || *a.Mode != 0o755 {
+		t.Fatalf("the uploaded version shows %+v", a)
+	}
+	// A new file made there later starts afresh.
+	m.ResetPending(pend, Attr{})
+	m.SetPending(pend, Attr{Mode: u32(0o600)})
+	if a := m.Pending(pend); a.Mode == nil || *a.Mode != 0o600 {
+		t.Fatalf("the new pending file shows %+v", a)
 	}
 }

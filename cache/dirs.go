@@ -323,6 +323,13 @@ func (d *Dirs) Hide(key DirKey, id int64) {
 	d.Remove(key, id)
 }
 
+// Unhide shows a file hidden again in the listings fetched from now on.
+func (d *Dirs) Unhide(id int64) {
+	d.mu.Lock()
+	delete(d.hide, id)
+	d.mu.Unlock()
+}
+
 // visibleLocked is files without the hidden ones.
 func (d *Dirs) visibleLocked(files []api.File) []api.File {
 	if len(d.hide) == 0 {

@@ -13,9 +13,10 @@
 //   - Bundler (bundle.go): fetches a folder's small files in one ZIP when they
 //     are read one after another.
 //   - Staging (staging.go, staged.go, staging_disk.go, queue.go, uploader.go,
-//     requests.go, conflicts.go): the files written through the mount, kept
-//     on local disk until they are uploaded; before an upload replaces a
-//     file, the check of whose version the name holds (conflict copies).
+//     requests.go, conflicts.go, retire.go): the files written through the
+//     mount, kept on local disk until they are uploaded; before an upload
+//     replaces a file, the check of whose version the name holds (conflict
+//     copies); the old folders of folders renamed with their content.
 //   - Attrs (attrs.go, attrs_journal.go): the modes, owners and times set on
 //     this desk, which the service does not keep, in a journal in the cache
 //     dir.

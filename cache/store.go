@@ -32,6 +32,7 @@ type Store struct {
 	Staging *Staging // nil on a read-only mount
 	Attrs   *Attrs   // what users set: modes, owners, times
 	log     logrus.FieldLogger
+	retirer *retirer // folders renamed with their content (retire.go); nil on a read-only mount
 }
 
 // StoreOptions configures OpenStore. Zero values take the parts' defaults.
@@ -103,12 +104,18 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		return nil, err
 	}
 	s.Attrs.KeepPending(func(t Target) bool { return s.Staging.Lookup(t) != nil })
+	if s.retirer, err = openRetirer(s, filepath.Join(opts.Dir, RetiringFile), log); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // Close closes the parts (staging without draining: Drain first for that).
 func (s *Store) Close() error {
 	var errs []error
+	if s.retirer != nil {
+		s.retirer.close()
+	}
 	if s.Staging != nil {
 		errs = append(errs, s.Staging.Close())
 	}

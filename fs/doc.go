@@ -12,7 +12,8 @@
 // (the root and its fixed folders), trash.go (the file that tells
 // file managers the mount has no trash), computers.go (computers/), dir.go (a
 // folder of a storage area: listing, and the changes made in it),
-// rename_folder.go (rename of an empty folder), file.go (a
+// rename_folder.go and rename_tree.go (rename of a folder, empty or with
+// content), file.go (a
 // file: attributes, open, staging for writing), handle.go (the read handle
 // and the staged handle), unlinked.go (files unlinked while open), local.go
 // (desktop litter kept in memory), names.go (names shown and names refused),

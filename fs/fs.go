@@ -55,7 +55,14 @@ type Options struct {
 	Umask       uint32        // taken from 0777 (dirs) and 0666 (files); default 022
 	ReadOnly    bool          // refuse every change (recordings/ always does)
 	AttrTimeout time.Duration // how long the kernel keeps entries and attributes; default 1s
+	// RenameFetchMax is the most content not in the cache that a folder
+	// rename downloads before it returns; past it, EXDEV (rename_tree.go).
+	// Default DefaultRenameFetchMax.
+	RenameFetchMax int64
 }
+
+// DefaultRenameFetchMax is Options.RenameFetchMax's default.
+const DefaultRenameFetchMax = 256 << 20
 
 // Deps are the parts of the daemon a mount uses.
 type Deps struct {
@@ -85,6 +92,9 @@ type FS struct {
 
 // New makes the tree of a mount.
 func New(deps Deps, opts Options) *FS {
+	if opts.RenameFetchMax == 0 {
+		opts.RenameFetchMax = DefaultRenameFetchMax
+	}
 	if opts.AttrTimeout <= 0 {
 		opts.AttrTimeout = time.Second
 	}

@@ -3,8 +3,7 @@ package fs
 // Rename of a folder. The service has no rename: a folder empty on the
 // service and here ("New Folder", then typing its name) is made anew under
 // the new name and the old one deleted, and the node the kernel moves
-// becomes the new folder. A folder with content answers EXDEV, so mv copies
-// it and file managers fall back to a copy.
+// becomes the new folder. A folder with content is moved by rename_tree.go.
 //
 // Locks: the folder node's mu, for its view, as in dir.go.
 
@@ -15,7 +14,8 @@ import (
 	"github.com/orgfs/orgfs/cache"
 )
 
-// folder renames r.old, a folder.
+// folder renames r.old, a folder: one empty here and on the service is made
+// anew; one with content moves with it (rename_tree.go).
 func (r *renaming) folder(ctx context.Context) syscall.Errno {
 	fsys := r.src.fsys
 	src, dst := r.src.dirKey(), r.dst.dirKey()
@@ -23,26 +23,24 @@ func (r *renaming) folder(ctx context.Context) syscall.Errno {
 	if src.Area != dst.Area {
 		return syscall.EXDEV
 	}
-	if errno := r.src.emptyForRename(ctx, key); errno != 0 {
-		return errno
-	}
-	if f, ok := r.dst.existing(ctx, r.newName); ok {
-		// POSIX: a folder may replace an empty folder, nothing else.
-		if !f.IsDir() {
-			return syscall.ENOTDIR
-		}
-		if errno := r.dst.emptyForRename(ctx, cache.DirKey{Area: dst.Area, ID: f.ID}); errno == syscall.EXDEV {
-			return syscall.ENOTEMPTY
-		} else if errno != 0 {
+	var plan *treePlan
+	if errno := r.src.emptyForRename(ctx, key); errno == syscall.EXDEV {
+		if plan, errno = r.planTree(ctx, key); errno != 0 {
 			return errno
 		}
-		if err := fsys.store.Delete(ctx, dst, f); err != nil {
-			return Errno(fsys.log, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
-		}
+		defer plan.release()
+	} else if errno != 0 {
+		return errno
+	}
+	if errno := r.replaceFolder(ctx); errno != 0 {
+		return errno
 	}
 	made, err := fsys.store.Mkdir(ctx, dst, r.newName)
 	if err != nil {
 		return Errno(fsys.log, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
+	}
+	if plan != nil {
+		return r.tree(ctx, plan, made)
 	}
 	set := fsys.store.Attrs.Dir(key) // forgotten with the old folder
 	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
@@ -67,6 +65,31 @@ func (r *renaming) folder(ctx context.Context) syscall.Errno {
 			dn.mu.Unlock()
 			fsys.inos.Add(made.ID, ch.StableAttr().Ino)
 		}
+	}
+	return 0
+}
+
+// replaceFolder deletes what the new name holds, which a folder may replace
+// when it is an empty folder (POSIX), and nothing else.
+func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
+	fsys, dst := r.src.fsys, r.dst.dirKey()
+	f, ok := r.dst.existing(ctx, r.newName)
+	if !ok {
+		if fsys.store.Staging.Lookup(r.to()) != nil {
+			return syscall.ENOTDIR
+		}
+		return 0
+	}
+	if !f.IsDir() {
+		return syscall.ENOTDIR
+	}
+	if errno := r.dst.emptyForRename(ctx, cache.DirKey{Area: dst.Area, ID: f.ID}); errno == syscall.EXDEV {
+		return syscall.ENOTEMPTY
+	} else if errno != 0 {
+		return errno
+	}
+	if err := fsys.store.Delete(ctx, dst, f); err != nil {
+		return Errno(fsys.log, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
 	return 0
 }

@@ -50,7 +50,8 @@ var helperFlags = map[string]struct {
 	"io_timeout": {"--io-timeout", true}, "transfers": {"--transfers", true},
 	"uid": {"--uid", true}, "gid": {"--gid", true}, "umask": {"--umask", true},
 	"log_file": {"--log-file", true}, "log_level": {"--log-level", true}, "desk_name": {"--desk-name", true},
-	"ro": {"--read-only", false}, "allow_other": {"--allow-other", false}, "demo": {"--demo", false},
+	"rename_fetch_max": {"--rename-fetch-max", true},
+	"ro":               {"--read-only", false}, "allow_other": {"--allow-other", false}, "demo": {"--demo", false},
 }
 
 // ignoredOption reports whether a mount option is one orgfs leaves to

@@ -37,6 +37,7 @@ type mountOptions struct {
 	CacheMaxSize units.Size
 	DirCacheTime time.Duration
 	ReadAhead    units.Size
+	RenameFetch  units.Size
 	Transfers    int
 	WriteBack    time.Duration
 	DrainTimeout time.Duration
@@ -58,6 +59,7 @@ func defaultMountOptions() mountOptions {
 		CacheMaxSize: 10 << 30,
 		DirCacheTime: 30 * time.Second,
 		ReadAhead:    128 << 20,
+		RenameFetch:  orgfs.DefaultRenameFetchMax,
 		Transfers:    16,
 		WriteBack:    2 * time.Second,
 		DrainTimeout: 5 * time.Minute,
@@ -101,6 +103,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&o.CacheMaxSize, "cache-max-size", "byte budget of the content cache, e.g. 10G (files open are never evicted)")
 	fs.Var((*units.Duration)(&o.DirCacheTime), "dir-cache-time", "how long folder listings are cached")
 	fs.Var(&o.ReadAhead, "read-ahead", "how far ahead of a sequential reader content is fetched")
+	fs.Var(&o.RenameFetch, "rename-fetch-max", "the most content not in the cache a folder rename downloads before it returns; a larger folder answers EXDEV, so mv copies it with progress")
 	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once (files of 1M or less: 4x as many); reads use 4x as many range requests")
 	fs.Var((*units.Duration)(&o.WriteBack), "write-back", "wait after a written file's last close before uploading it (a new open cancels the wait); files of 1M or less wait a tenth")
 	fs.Var((*units.Duration)(&o.DrainTimeout), "drain-timeout", "at unmount, how long to wait for pending uploads (what is left stays staged for the next mount)")
@@ -373,7 +376,7 @@ func drainUploads(staging *cache.Staging, o mountOptions, log logrus.FieldLogger
 // mountTree builds the tree over the stores and mounts it at dir.
 func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, log logrus.FieldLogger) (*fuse.Server, *orgfs.FS, *ctl.Tree, error) {
 	fsys := orgfs.New(orgfs.Deps{Store: st, Log: log},
-		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly})
+		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly, RenameFetchMax: int64(o.RenameFetch)})
 	tree := ctl.New(ctl.Deps{Mount: fsys, Store: st, Admin: client, Log: log}, ctl.Options{DirCacheTime: o.DirCacheTime})
 	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE, Ctl: tree.Root()})
 	if err != nil {

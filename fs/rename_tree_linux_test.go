@@ -1,0 +1,157 @@
+package fs
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/orgfs/orgfs/fs/fstest"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// folderTree writes a folder with content: uploaded files in it and in a
+// subfolder, one made executable, and a file still pending in a deeper one.
+func folderTree(t *testing.T, e *testEnv, top string) map[string][]byte {
+	t.Helper()
+	want := map[string][]byte{
+		"a.txt":        []byte("alpha"),
+		"run.sh":       []byte("#!/bin/sh\necho ran\n"),
+		"sub/b.bin":    testkit.RandBytes(300<<10, 3),
+		"sub/deep/c":   []byte("pending at the rename"),
+		"sub/deep/old": []byte("uploaded"),
+	}
+	for _, name := range []string{"a.txt", "run.sh", "sub/b.bin", "sub/deep/old"} {
+		p := e.Path("shared", top, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, want[name], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(e.Path("shared", top, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if err := os.WriteFile(e.Path("shared", top, "sub/deep/c"), want["sub/deep/c"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// checkTree checks the files of want under shared/top, in the mount and, once
+// uploaded, on the service.
+func checkTree(t *testing.T, e *testEnv, top string, want map[string][]byte, onService bool) {
+	t.Helper()
+	for name, data := range want {
+		got, err := os.ReadFile(e.Path("shared", top, name))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%s/%s in the mount: %d bytes, %v; want %d bytes", top, name, len(got), err, len(data))
+		}
+		if onService {
+			if got := e.serviceBytes(top + "/" + name); !bytes.Equal(got, data) {
+				t.Errorf("%s/%s on the service: %d bytes, want %d", top, name, len(got), len(data))
+			}
+		}
+	}
+}
+
+// A folder with content renames at once in the mount; the service follows:
+// the files at the new place, the old folder deleted once emptied. Modes go
+// with the files; nothing is lost or doubled.
+func TestFolderRenameWithContent(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	want := folderTree(t, e, "proj")
+	if err := os.Rename(e.Path("shared", "proj"), e.Path("shared", "Budget 2027")); err != nil {
+		t.Fatalf("rename of a folder with content: %v", err)
+	}
+	if _, err := os.Stat(e.Path("shared", "proj")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old name after the rename: %v", err)
+	}
+	checkTree(t, e, "Budget 2027", want, false)
+	if out, err := runOnMount(e.Path("shared", "Budget 2027", "run.sh")); err != nil || string(out) != "ran\n" {
+		t.Fatalf("run.sh after the rename: %q %v (%+v)", out, err, statAttrs(t, e.Path("shared", "Budget 2027", "run.sh")))
+	}
+	e.settle()
+	checkTree(t, e, "Budget 2027", want, true)
+	testkit.WaitFor(t, 20*time.Second, "the old folder's deletion", func() bool {
+		_, ok := e.serviceFile("proj")
+		return !ok
+	})
+	if names := fstest.ListNames(t, e.Path("shared")); len(names) != 1 || names[0] != "Budget 2027" {
+		t.Fatalf("shared/ lists %v", names)
+	}
+	// A file manager's rename (GIO) of a full folder.
+	if err := exec.Command("gio", "rename", e.Path("shared", "Budget 2027"), "Budget 2028").Run(); err != nil {
+		t.Fatalf("gio rename of a full folder: %v", err)
+	}
+	checkTree(t, e, "Budget 2028", want, false)
+}
+
+// A crash (the daemon gone before the uploads) resumes: after the next mount
+// the files reach the new place and the old folder goes.
+func TestFolderRenameResumesAfterACrash(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	want := folderTree(t, e, "proj")
+	// No part reaches the service until the "crash".
+	e.setHook(func(r *http.Request, answered bool) {
+		if r.Method == http.MethodPut && !answered {
+			<-r.Context().Done()
+		}
+	})
+	if err := os.Rename(e.Path("shared", "proj"), e.Path("shared", "moved")); err != nil {
+		t.Fatal(err)
+	}
+	// Gone without draining: what is staged stays staged.
+	if err := e.Server.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	e.Store.Close()
+	e.setHook(nil)
+	if _, ok := e.serviceFile("proj/a.txt"); !ok {
+		t.Fatal("the old file left the service before its copy was up")
+	}
+	e.Mount()
+	if _, err := os.Stat(e.Path("shared", "proj")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the crash the old folder shows again: %v", err)
+	}
+	if got := statAttrs(t, e.Path("shared", "moved", "run.sh")).Mode; got != 0o755 {
+		t.Errorf("after the crash run.sh shows mode %o, want 755", got)
+	}
+	e.settle()
+	checkTree(t, e, "moved", want, true)
+	testkit.WaitFor(t, 20*time.Second, "the old folder's deletion", func() bool {
+		_, ok := e.serviceFile("proj")
+		return !ok
+	})
+}
+
+// A folder whose content is not in the cache and larger than the limit
+// answers EXDEV (mv copies it); nothing changes.
+func TestFolderRenameTooLargeIsEXDEV(t *testing.T) {
+	e := &testEnv{hooks: &hookTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
+	e.Env = fstest.Start(t, envOptions{}, func(env *fstest.Env, dir string) (*fuse.Server, error) {
+		e.fsys = New(Deps{Store: env.Store, Log: env.Log}, Options{RenameFetchMax: 1 << 10})
+		return Mount(dir, e.fsys, MountOptions{})
+	})
+	dir := e.mkdir(0, e.root(0), "big")
+	e.put(0, dir, "a.bin", testkit.RandBytes(64<<10, 1)) // on the service only
+	err := os.Rename(e.Path("shared", "big"), e.Path("shared", "big2"))
+	if !errors.Is(err, syscall.EXDEV) {
+		t.Fatalf("rename of a folder past the limit: %v, want EXDEV", err)
+	}
+	if _, ok := e.serviceFile("big/a.bin"); !ok {
+		t.Fatal("the refused rename changed the service")
+	}
+	if _, err := os.Stat(e.Path("shared", "big2")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused rename made %v", err)
+	}
+}

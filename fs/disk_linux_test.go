@@ -1,7 +1,8 @@
 package fs
 
 // What programs that expect a disk meet: folder fsync, access times, link
-// counts of unlinked open files, long names, blocks of sparse files.
+// counts of unlinked open files, long names, blocks of sparse files, byte
+// range locks held across an fsync (SQLite).
 
 import (
 	"errors"
@@ -161,5 +162,88 @@ func TestRenameEmptyFolder(t *testing.T) {
 	e.settle()
 	if got := string(e.serviceBytes("Budget 2028/plan.txt")); got != "plan" {
 		t.Errorf("after the rename, Budget 2028/plan.txt holds %q", got)
+	}
+}
+
+// Linux's open file description locks (fcntl.h): POSIX byte range locks
+// owned by an open file rather than a process, in the same lock table, so
+// that two opens in one test conflict as two processes' locks do.
+const (
+	fOFDGetlk = 36 // F_OFD_GETLK
+	fOFDSetlk = 37 // F_OFD_SETLK
+)
+
+// SQLite's locking on the mount (docs/SEMANTICS.md, "SQLite"): byte range
+// locks are the local kernel's (the mount asks for no lock requests), and a
+// lock stays held while its owner's fsync waits for the upload; meanwhile
+// others open, read and ask for the lock without waiting, and are refused
+// (SQLite's SQLITE_BUSY, unless it has a busy timeout). Timing-free: the
+// upload is held at its completion.
+func TestLocksAreLocalAndHeldAcrossFsync(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.Path("shared", "app.db")
+	owner, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	if _, err := owner.Write([]byte("page one")); err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lock := func(f *os.File, typ int16) error {
+		lk := syscall.Flock_t{Type: typ, Whence: 0, Start: 0, Len: 1}
+		return syscall.FcntlFlock(f.Fd(), fOFDSetlk, &lk)
+	}
+	if err := lock(owner, syscall.F_WRLCK); err != nil {
+		t.Fatalf("write lock: %v", err)
+	}
+	if err := lock(other, syscall.F_RDLCK); !errors.Is(err, syscall.EAGAIN) {
+		t.Fatalf("read lock of a byte another open holds for writing: %v, want EAGAIN", err)
+	}
+
+	u := newUploadRace(e)
+	synced := make(chan error, 1)
+	go func() { synced <- owner.Sync() }()
+	u.waitHeld()
+	// The upload is held: fsync cannot have returned, and the lock is held.
+	select {
+	case err := <-synced:
+		t.Fatalf("fsync returned (%v) while its upload was held", err)
+	default:
+	}
+	if err := lock(other, syscall.F_RDLCK); !errors.Is(err, syscall.EAGAIN) {
+		t.Errorf("read lock during the owner's fsync: %v, want EAGAIN", err)
+	}
+	lk := syscall.Flock_t{Type: syscall.F_RDLCK, Whence: 0, Start: 0, Len: 1}
+	if err := syscall.FcntlFlock(other.Fd(), fOFDGetlk, &lk); err != nil || lk.Type != syscall.F_WRLCK {
+		t.Errorf("F_OFD_GETLK during the owner's fsync: type %d (%v), want the write lock (%d)", lk.Type, err, syscall.F_WRLCK)
+	}
+	// Opens and reads go on during the upload.
+	if b, err := os.ReadFile(p); err != nil || string(b) != "page one" {
+		t.Errorf("read during the upload: %q, %v", b, err)
+	}
+
+	u.releaseOnly()
+	select {
+	case err := <-synced:
+		if err != nil {
+			t.Fatalf("fsync: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("fsync did not return once its upload was let go")
+	}
+	if got := string(e.serviceBytes("app.db")); got != "page one" {
+		t.Errorf("after fsync the service holds %q", got)
+	}
+	if err := lock(owner, syscall.F_UNLCK); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock(other, syscall.F_RDLCK); err != nil {
+		t.Errorf("read lock once the owner unlocked: %v", err)
 	}
 }

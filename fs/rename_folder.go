@@ -37,18 +37,18 @@ func (r *renaming) folder(ctx context.Context) syscall.Errno {
 			return errno
 		}
 		if err := fsys.store.Delete(ctx, dst, f); err != nil {
-			return Errno(fsys.log, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
+			return fsys.errno(ctx, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
 		}
 	}
 	made, err := fsys.store.Mkdir(ctx, dst, r.newName)
 	if err != nil {
-		return Errno(fsys.log, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
+		return fsys.errno(ctx, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
 	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
 		if derr := fsys.store.Delete(ctx, dst, made); derr != nil {
 			fsys.log.WithError(derr).Warn("fs: could not undo the new folder of a failed folder rename")
 		}
-		return Errno(fsys.log, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
+		return fsys.errno(ctx, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
 	}
 	fsys.local.dropDir(key)
 	// The node the kernel moves now stands for the new folder, with its
@@ -76,7 +76,7 @@ func (n *dirNode) emptyForRename(ctx context.Context, key cache.DirKey) syscall.
 	n.fsys.store.Dirs.Drop(key)
 	l, err := n.fsys.store.Dirs.List(ctx, key)
 	if err != nil {
-		return Errno(n.fsys.log, "listing a folder to rename", err)
+		return n.fsys.errno(ctx, "listing a folder to rename in "+n.Path(nil), err)
 	}
 	if len(l.Files) > 0 {
 		return syscall.EXDEV

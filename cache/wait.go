@@ -102,21 +102,20 @@ type contentWait struct {
 	timeout time.Duration // 0: no timeout
 	start   time.Time
 	last    *stamp
-	timer   *time.Timer
+	timer   *time.Timer // made at the first block waited for (a read of cached bytes waits for none)
 }
 
 func (f *Fetcher) contentWait() *contentWait {
-	w := &contentWait{timeout: f.ioTimeout, start: time.Now(), last: &f.lastByte}
-	if w.timeout > 0 {
-		w.timer = time.NewTimer(w.timeout)
-	}
-	return w
+	return &contentWait{timeout: f.ioTimeout, start: time.Now(), last: &f.lastByte}
 }
 
 // fired is the channel of the timer; nil (never ready) without a timeout.
 func (w *contentWait) fired() <-chan time.Time {
-	if w.timer == nil {
+	if w.timeout <= 0 {
 		return nil
+	}
+	if w.timer == nil {
+		w.timer = time.NewTimer(w.timeout - time.Since(w.start))
 	}
 	return w.timer.C
 }

@@ -345,8 +345,8 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 		n.setStaged(st)
 		return st, 0
 	}
-	// The listing waits under the I/O timeout; the copy waits that long for
-	// each block (Store.StageCopy).
+	// The listing waits under the I/O timeout; the copy waits while content
+	// comes (Store.StageCopy).
 	bctx, cancel := n.fsys.bound(ctx)
 	f, errno := n.current(bctx)
 	cancel()
@@ -401,12 +401,16 @@ func (n *fileNode) relist(ctx context.Context, f api.File) (api.File, syscall.Er
 // it): a copy of the version the name holds now (one listing), or an empty
 // file when there is none. The change still starts from f, so its upload
 // checks the name and goes up beside the other writer's version as a
-// conflict copy (cache/conflicts.go) instead of replacing it.
+// conflict copy (cache/conflicts.go) instead of replacing it. A listing that
+// fails (an outage) fails the staging: it says nothing of the name.
 func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*cache.Staged, error) {
 	bctx, cancel := n.fsys.bound(ctx)
 	cur, errno := n.relist(bctx, f)
 	cancel()
-	if errno != 0 {
+	if errno != 0 && errno != syscall.ENOENT {
+		return nil, errno
+	}
+	if errno == syscall.ENOENT {
 		st, err := n.fsys.store.Staging.Create(n.target(), f.ID)
 		if err == nil {
 			st.OpenWriter()

@@ -279,6 +279,7 @@ func (r *Reader) openStream(ctx context.Context, pos, n int64, claimed bool, sta
 			err = ctx.Err()
 		}
 		if err == nil {
+			body = &progressBody{ReadCloser: body, last: &ff.f.lastByte}
 			return &directStream{body: body, cancel: cancel, url: url, pos: pos, end: end}, nil
 		}
 		cancel()

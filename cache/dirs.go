@@ -7,9 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/logging"
 )
 
 // Locks: Dirs.mu (a leaf, see doc.go), held over the maps only: never across
@@ -64,14 +66,23 @@ type Listing struct {
 type DirStats struct {
 	Listings, SeatLists int64 // fetched from the service
 	Hits                int64 // answered from the cache
+	Stale               int64 // expired, answered while the service gave none
 }
 
 // Dirs caches folder listings and the computer list for a time to live.
 // Concurrent requests for the same folder share one fetch.
+//
+// Outages: when a caller's I/O timeout (Store.Bound) cuts its wait for a
+// listing, the service counts as silent until a fetch succeeds again.
+// Meanwhile a listing the cache still holds after its time to live is the
+// answer, at once (its fetch runs on, and refreshes it when the service
+// answers), so that folders listed before an outage stay browsable and
+// their cached files readable; one never listed fails at the I/O timeout.
 type Dirs struct {
 	// dependencies
 	client Client
 	now    func() time.Time
+	log    logrus.FieldLogger
 	// constants
 	ttl time.Duration
 
@@ -82,9 +93,10 @@ type Dirs struct {
 	seatGen uint64              // guarded by mu; the same for the computer list (DropAll, DropSeats)
 	adds    int                 // guarded by mu; listings stored since the last pruning
 	hide    map[int64]bool      // guarded by mu; files the mount removed that the service may still list
+	silent  bool                // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
 
 	group singleflight.Group
-	stats struct{ listings, seatLists, hits atomic.Int64 }
+	stats struct{ listings, seatLists, hits, stale atomic.Int64 }
 }
 
 type seatList struct {
@@ -109,30 +121,39 @@ func (o dirsOptions) withDefaults() dirsOptions {
 // NewDirs makes a listing cache. ttl 0 caches nothing; now nil is time.Now.
 func NewDirs(client Client, ttl time.Duration, now func() time.Time) *Dirs {
 	o := dirsOptions{client: client, ttl: ttl, now: now}.withDefaults()
-	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, dirs: map[DirKey]*Listing{}, hide: map[int64]bool{}}
+	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, log: logging.OrDiscard(nil), dirs: map[DirKey]*Listing{}, hide: map[int64]bool{}}
 }
 
 // Stats returns the counters.
 func (d *Dirs) Stats() DirStats {
-	return DirStats{Listings: d.stats.listings.Load(), SeatLists: d.stats.seatLists.Load(), Hits: d.stats.hits.Load()}
+	return DirStats{Listings: d.stats.listings.Load(), SeatLists: d.stats.seatLists.Load(), Hits: d.stats.hits.Load(),
+		Stale: d.stats.stale.Load()}
 }
 
 func (d *Dirs) fresh(t time.Time) bool { return d.now().Sub(t) < d.ttl }
 
-// List returns a folder's entries, from the cache while they are fresh. The
-// fetch is not cancelled with ctx when other callers wait for it too.
+// List returns a folder's entries, from the cache while they are fresh. A
+// fetch is shared by every caller of the folder and runs on no caller's
+// context: a caller whose ctx ends stops waiting (with ctx's error), and the
+// fetch goes on, within the client's retries, for the others and the cache.
+// In an outage, an expired listing may be the answer (see Dirs).
 func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 	d.mu.Lock()
-	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) {
+	l, ok := d.dirs[key]
+	if ok && d.fresh(l.Fetched) {
 		d.mu.Unlock()
 		d.stats.hits.Add(1)
 		return l, nil
+	}
+	var stale any // untyped nil when none
+	if ok {
+		stale = l
 	}
 	gen := d.gen
 	d.mu.Unlock()
 	// The generation is part of the key: a listing asked for after DropAll
 	// never joins a fetch begun before it.
-	v, err, _ := d.group.Do(fmt.Sprintf("%d/%d/%d/%d", gen, key.Area.Kind, key.Area.MachineID, key.ID), func() (any, error) {
+	v, err := d.shared(ctx, fmt.Sprintf("%d/%d/%d/%d", gen, key.Area.Kind, key.Area.MachineID, key.ID), func() (any, error) {
 		// A fetch that ended between the look above and this one stored
 		// its listing: use it rather than fetch again.
 		d.mu.Lock()
@@ -155,11 +176,60 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 		}
 		d.mu.Unlock()
 		return l, nil
-	})
+	}, stale)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Listing), nil
+}
+
+// shared runs fetch once for every caller of key at a time, and waits for
+// it until ctx ends (the fetch goes on). stale, when not nil, is the
+// expired value the cache holds: the answer at once while the service is
+// silent, or when the caller's I/O timeout ends its wait (see Dirs).
+func (d *Dirs) shared(ctx context.Context, key string, fetch func() (any, error), stale any) (any, error) {
+	ch := d.group.DoChan(key, func() (any, error) {
+		v, err := fetch()
+		if err == nil {
+			d.setSilent(false)
+		}
+		return v, err
+	})
+	d.mu.Lock()
+	silent := d.silent
+	d.mu.Unlock()
+	if stale != nil && silent {
+		d.stats.stale.Add(1)
+		return stale, nil
+	}
+	select {
+	case res := <-ch:
+		return res.Val, res.Err
+	case <-ctx.Done():
+	}
+	if AsTimeout(ctx, ctx.Err()) == nil {
+		return nil, ctx.Err()
+	}
+	d.setSilent(true)
+	if stale == nil {
+		return nil, ctx.Err()
+	}
+	d.stats.stale.Add(1)
+	return stale, nil
+}
+
+// setSilent records whether the service is silent; a change is logged.
+func (d *Dirs) setSilent(silent bool) {
+	d.mu.Lock()
+	changed := d.silent != silent
+	d.silent = silent
+	d.mu.Unlock()
+	switch {
+	case changed && silent:
+		d.log.Warn("cache: the service gives no answer (--io-timeout); folders listed before show as last listed until it answers")
+	case changed:
+		d.log.Info("cache: the service answers again; folders are listed anew")
+	}
 }
 
 // fetch lists a folder: its entries and its own record.
@@ -182,17 +252,23 @@ func (d *Dirs) fetch(ctx context.Context, key DirKey) ([]api.File, *api.File, er
 func (d *Dirs) Seats(ctx context.Context) ([]api.Seat, error) { return d.SeatsWithin(ctx, d.ttl) }
 
 // SeatsWithin is Seats, taken from the cache only when it is younger than
-// maxAge (as well as fresh): a computer changing state is watched closer.
+// maxAge (as well as fresh): a computer changing state is watched closer. The
+// fetch is shared and outlives a caller's ctx, as List's.
 func (d *Dirs) SeatsWithin(ctx context.Context, maxAge time.Duration) ([]api.Seat, error) {
 	d.mu.Lock()
-	if s := d.seats; s != nil && d.fresh(s.fetched) && d.now().Sub(s.fetched) < maxAge {
+	s := d.seats
+	if s != nil && d.fresh(s.fetched) && d.now().Sub(s.fetched) < maxAge {
 		d.mu.Unlock()
 		d.stats.hits.Add(1)
 		return s.seats, nil
 	}
+	var stale any // untyped nil when none
+	if s != nil {
+		stale = s.seats
+	}
 	gen := d.seatGen
 	d.mu.Unlock()
-	v, err, _ := d.group.Do(fmt.Sprintf("seats/%d", gen), func() (any, error) {
+	v, err := d.shared(ctx, fmt.Sprintf("seats/%d", gen), func() (any, error) {
 		fetched := d.now()
 		seats, err := api.Collect(d.client.Seats(context.WithoutCancel(ctx), ""))
 		if err != nil {
@@ -205,7 +281,7 @@ func (d *Dirs) SeatsWithin(ctx context.Context, maxAge time.Duration) ([]api.Sea
 		}
 		d.mu.Unlock()
 		return seats, nil
-	})
+	}, stale)
 	if err != nil {
 		return nil, err
 	}

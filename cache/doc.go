@@ -12,6 +12,10 @@
 //     buffer.
 //   - Bundler (bundle.go): fetches a folder's small files in one ZIP when they
 //     are read one after another.
+//   - The I/O timeout (wait.go): a caller (a syscall of the mount) waits
+//     --io-timeout at most for an answer (Store.Bound), and for content
+//     until none came for that long (Reader.Ready); what it waited for goes
+//     on by its own rules.
 //   - Staging (staging.go, staged.go, staging_disk.go, queue.go, uploader.go,
 //     requests.go, conflicts.go, retire.go): the files written through the
 //     mount, kept on local disk until they are uploaded; before an upload

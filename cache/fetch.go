@@ -30,11 +30,12 @@ import (
 type FetcherOptions struct {
 	Client    Client
 	Content   *Content
-	Transfers int      // range requests in flight at once, all files together; default 32
-	PerFile   int      // range requests in flight for one file; default 16
-	ReadAhead int64    // how far sequential reading fetches ahead, at most; default 128 MiB
-	ChunkSize int64    // bytes of one range request, at most; default 8 MiB (and at most half the read-ahead)
-	Bundler   *Bundler // optional: reads of files a bundle brings wait for it
+	Transfers int           // range requests in flight at once, all files together; default 32
+	PerFile   int           // range requests in flight for one file; default 16
+	ReadAhead int64         // how far sequential reading fetches ahead, at most; default 128 MiB
+	ChunkSize int64         // bytes of one range request, at most; default 8 MiB (and at most half the read-ahead)
+	Bundler   *Bundler      // optional: reads of files a bundle brings wait for it
+	IOTimeout time.Duration // a read gives up once no content came for this long (wait.go); 0: never
 	Now       func() time.Time
 	Log       logrus.FieldLogger
 }
@@ -89,6 +90,7 @@ type Fetcher struct {
 	perFile   int
 	readAhead int64
 	chunk     int64
+	ioTimeout time.Duration
 
 	sem   *semaphore.Weighted
 	urls  *lru.Cache[int64, urlEntry] // safe for concurrent use
@@ -97,6 +99,8 @@ type Fetcher struct {
 	// warned is when the cache's failing to hold a file was last logged (as a
 	// warning), by file id; safe for concurrent use.
 	warned *lru.Cache[int64, time.Time]
+
+	lastByte stamp // when content last came (wait.go)
 
 	mu    sync.Mutex
 	files map[int64]*fileFetch // guarded by mu; the latest version of each open file
@@ -134,7 +138,7 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 	}
 	f := &Fetcher{
 		client: opts.Client, content: opts.Content, bundler: opts.Bundler, log: opts.Log, now: opts.Now,
-		perFile: opts.PerFile, readAhead: opts.ReadAhead, chunk: opts.ChunkSize,
+		perFile: opts.PerFile, readAhead: opts.ReadAhead, chunk: opts.ChunkSize, ioTimeout: max(opts.IOTimeout, 0),
 		sem: semaphore.NewWeighted(int64(opts.Transfers)), urls: urls, warned: warned, files: map[int64]*fileFetch{},
 	}
 	f.bufs.New = func() any { b := make([]byte, bs); return &b }
@@ -314,6 +318,7 @@ type Reader struct {
 	closed bool  // guarded by mu
 
 	bundleAsked atomic.Bool // the bundler was asked about this file once
+	gaveUp      stamp       // when a wait of this reader last timed out (wait.go)
 
 	direct directReads // guarded by mu; the stream of reads past the cache
 }
@@ -329,9 +334,10 @@ func (r *Reader) File() *os.File { return r.ff.h.File() }
 // is missing (and reading ahead), and returns how many of them the file has:
 // fewer at its end, and io.EOF only at or past it (a failed fetch is never an
 // io.EOF). ctx is the reader's request: when it is cancelled Ready returns and
-// the fetches only it waited for are cancelled. When the cache cannot hold
-// the bytes (its disk is full), the error is ErrNotCached: ReadDirect reads
-// them.
+// the fetches only it waited for are cancelled; so they are when no content
+// came for the I/O timeout (a *TimeoutError, wait.go). When the cache cannot
+// hold the bytes (its disk is full), the error is ErrNotCached: ReadDirect
+// reads them.
 func (r *Reader) Ready(ctx context.Context, off, want int64) (int64, error) {
 	ff := r.ff
 	size := ff.meta.Size
@@ -341,14 +347,18 @@ func (r *Reader) Ready(ctx context.Context, off, want int64) (int64, error) {
 	n := min(want, size-off)
 	if b := ff.f.bundler; b != nil && !r.bundleAsked.Swap(true) && b.Covers(ff.meta.ID) && !ff.h.Complete() {
 		// A bundle brings this file: wait for it rather than fetch the file
-		// alone (unless it fails or is slow).
-		b.Wait(ctx, ff.meta.ID)
+		// alone (unless it fails or is slow: up to the I/O timeout).
+		bctx, cancel := ff.f.contentWait().bound(ctx)
+		b.Wait(bctx, ff.meta.ID)
+		cancel()
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
 	}
+	cw := ff.f.contentWait()
+	defer cw.stop()
 	for attempt := 0; ; attempt++ {
-		err := r.wait(ctx, off, n, attempt == 0)
+		err := r.wait(ctx, cw, off, n, attempt == 0)
 		if err == nil {
 			return n, nil
 		}
@@ -362,26 +372,6 @@ func (r *Reader) Ready(ctx context.Context, off, want int64) (int64, error) {
 			return 0, err
 		}
 	}
-}
-
-// wait plans the read and waits for its blocks.
-func (r *Reader) wait(ctx context.Context, off, n int64, first bool) error {
-	waits, err := r.plan(off, n, first)
-	if err != nil {
-		return err
-	}
-	defer r.ff.leave(waits)
-	for _, w := range waits {
-		select {
-		case <-w.done:
-			if w.err != nil {
-				return w.err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
 }
 
 // moveLocked moves the reader's window for a new read at [off, off+n) and
@@ -621,10 +611,11 @@ func (ff *fileFetch) fetchRange(ctx context.Context, op *fetchOp, url string) er
 	off, _ := h.BlockRange(first)
 	lastOff, lastN := h.BlockRange(op.last)
 	ff.f.stats.ranges.Add(1)
-	body, err := ff.f.client.ReadRange(ctx, url, off, lastOff+lastN-off)
+	rc, err := ff.f.client.ReadRange(ctx, url, off, lastOff+lastN-off)
 	if err != nil {
 		return err
 	}
+	body := &progressBody{ReadCloser: rc, last: &ff.f.lastByte}
 	defer body.Close()
 	bp := ff.f.bufs.Get().(*[]byte)
 	defer ff.f.bufs.Put(bp)

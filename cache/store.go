@@ -33,6 +33,8 @@ type Store struct {
 	Attrs   *Attrs   // what users set: modes, owners, times
 	log     logrus.FieldLogger
 	retirer *retirer // folders renamed with their content (retire.go); nil on a read-only mount
+	// ioTimeout bounds a caller's wait on the service (Bound); 0: no bound.
+	ioTimeout time.Duration
 }
 
 // StoreOptions configures OpenStore. Zero values take the parts' defaults.
@@ -54,6 +56,12 @@ type StoreOptions struct {
 	Bundle                 BundleOptions      // tuning of the bundler (Client, Content, TempDir and Log are filled in)
 	Now                    func() time.Time   // the listings' clock; default time.Now
 	Log                    logrus.FieldLogger // default: discard
+	// IOTimeout bounds how long a caller (a syscall of the mount) waits on
+	// the service: in total for an answer (Bound), and for content while no
+	// byte of it comes (Reader.Ready, so also StageCopy). Background work
+	// (uploads, read-ahead, a fetch other callers share) keeps its own
+	// retries. 0: no bound.
+	IOTimeout time.Duration
 }
 
 // OpenStore opens every part under opts.Dir. Pending uploads of an earlier
@@ -63,7 +71,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		return nil, errors.New("cache: StoreOptions.Client is required")
 	}
 	log := logging.OrDiscard(opts.Log)
-	s := &Store{Client: opts.Client, log: log}
+	s := &Store{Client: opts.Client, log: log, ioTimeout: max(opts.IOTimeout, 0)}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -85,10 +93,11 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		transfers = DefaultStagingTransfers
 	}
 	if s.Fetcher, err = NewFetcher(FetcherOptions{Client: opts.Client, Content: s.Content, Bundler: s.Bundler,
-		Transfers: 4 * transfers, PerFile: 2 * transfers, ReadAhead: opts.ReadAhead, Log: log}); err != nil {
+		Transfers: 4 * transfers, PerFile: 2 * transfers, ReadAhead: opts.ReadAhead, IOTimeout: s.ioTimeout, Log: log}); err != nil {
 		return nil, err
 	}
 	s.Dirs = NewDirs(opts.Client, opts.DirCacheTime, opts.Now)
+	s.Dirs.log = log
 	if opts.ReadOnly {
 		return s, nil
 	}
@@ -283,6 +292,8 @@ func (s *Store) StageCopy(ctx context.Context, to Target, from api.File, replace
 			return nil, err
 		}
 		defer r.Close()
+		// Waits while the content comes; fails once none came for the
+		// I/O timeout (Reader.Ready).
 		if _, err := r.Ready(ctx, 0, from.Size); err != nil {
 			return nil, err
 		}

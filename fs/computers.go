@@ -40,7 +40,7 @@ var (
 func (n *computersNode) load(ctx context.Context) ([]api.Seat, []string, syscall.Errno) {
 	seats, err := n.fsys.store.Dirs.Seats(ctx)
 	if err != nil {
-		return nil, nil, Errno(n.fsys.log, "listing computers", err)
+		return nil, nil, n.fsys.errno(ctx, "listing computers", err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -62,6 +62,8 @@ func (n *computersNode) Lookup(ctx context.Context, name string, out *fuse.Entry
 	if probeName(name) {
 		return nil, syscall.ENOENT
 	}
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	seats, names, errno := n.load(ctx)
 	if errno != 0 {
 		return nil, errno
@@ -80,6 +82,8 @@ func (n *computersNode) Lookup(ctx context.Context, name string, out *fuse.Entry
 }
 
 func (n *computersNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	seats, names, errno := n.load(ctx)
 	if errno != 0 {
 		return nil, errno

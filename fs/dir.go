@@ -100,7 +100,7 @@ func (n *dirNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) sy
 func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
 	l, err := n.fsys.store.Dirs.List(ctx, n.dirKey())
 	if err != nil {
-		return nil, Errno(n.fsys.log, "listing "+n.Path(nil), err)
+		return nil, n.fsys.errno(ctx, "listing "+n.Path(nil), err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -144,6 +144,8 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if len(name) > maxName {
 		return nil, syscall.ENAMETOOLONG
 	}
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	if probeName(name) && !n.cachedHas(name) {
 		if lf := n.fsys.local.get(n.dirKey(), name); lf != nil {
 			ch := n.localChild(ctx, name, lf)
@@ -247,6 +249,8 @@ func succeeds(ch *gofs.Inode, st *cache.Staged) bool {
 // name stands for the listed one, then the pending files of new names, then
 // the local-only files.
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	var names []string // by name (Staging.Pending's order)
 	pending := map[string]*cache.Staged{}
 	if n.fsys.store.Staging != nil {
@@ -326,6 +330,8 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, nil, 0, errno
 	}
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	if probeName(name) {
 		// Desktop litter (._*, .DS_Store, Thumbs.db...) is kept in memory,
 		// never uploaded (local.go).
@@ -391,6 +397,8 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, errno
 	}
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	if n.fsys.store.Staging.Lookup(n.target(name)) != nil { // the staging first (load)
 		return nil, syscall.EEXIST
 	}
@@ -402,7 +410,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	}
 	f, err := n.fsys.store.Mkdir(ctx, n.dirKey(), name)
 	if err != nil {
-		return nil, Errno(n.fsys.log, "creating folder "+n.Path(nil)+"/"+name, err)
+		return nil, n.fsys.errno(ctx, "creating folder "+n.Path(nil)+"/"+name, err)
 	}
 	key := cache.DirKey{Area: n.dirKey().Area, ID: f.ID}
 	if set := n.fsys.newAttr(ctx, mode, n.fsys.DirMode()); !set.IsZero() {
@@ -424,6 +432,8 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if probeName(name) && n.fsys.local.remove(n.dirKey(), name) {
 		return 0
 	}
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	found := false
 	if st := n.fsys.store.Staging.Lookup(n.target(name)); st != nil {
 		if err := n.fsys.store.Staging.Remove(st); err != nil {
@@ -454,7 +464,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 			return 0
 		}
 		if err := n.fsys.store.Delete(ctx, n.dirKey(), f); err != nil {
-			return Errno(n.fsys.log, "deleting "+n.Path(nil)+"/"+name, err)
+			return n.fsys.errno(ctx, "deleting "+n.Path(nil)+"/"+name, err)
 		}
 		found = true
 	}
@@ -471,6 +481,8 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !n.fsys.writable(n.dirKey().Area) {
 		return syscall.EROFS
 	}
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	f, ok, errno := n.existingErr(ctx, name)
 	if errno != 0 {
 		return errno
@@ -488,13 +500,13 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	n.fsys.store.Dirs.Drop(key)
 	l, err := n.fsys.store.Dirs.List(ctx, key)
 	if err != nil {
-		return Errno(n.fsys.log, "listing "+name, err)
+		return n.fsys.errno(ctx, "listing "+n.Path(nil)+"/"+name, err)
 	}
 	if len(l.Files) > 0 {
 		return syscall.ENOTEMPTY
 	}
 	if err := n.fsys.store.Delete(ctx, n.dirKey(), f); err != nil {
-		return Errno(n.fsys.log, "deleting folder "+n.Path(nil)+"/"+name, err)
+		return n.fsys.errno(ctx, "deleting folder "+n.Path(nil)+"/"+name, err)
 	}
 	n.fsys.local.dropDir(key)
 	n.fsys.store.Attrs.TouchDir(n.dirKey())
@@ -533,16 +545,20 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	if st != nil {
 		defer st.CloseReader()
 	}
-	r.old, r.onService = n.existing(ctx, name)
+	// Waits on the service under the I/O timeout, but for the copy of a
+	// file on the service (uploaded), bounded block by block.
+	bctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
+	r.old, r.onService = n.existing(bctx, name)
 	if flags&renameNoreplace != 0 {
 		if n.fsys.store.Staging.Lookup(r.to()) != nil {
 			return syscall.EEXIST
 		}
-		if _, ok := dst.existing(ctx, newName); ok {
+		if _, ok := dst.existing(bctx, newName); ok {
 			return syscall.EEXIST
 		}
 	}
-	errno := r.move(ctx, st)
+	errno := r.move(ctx, bctx, st)
 	if errno == 0 {
 		// Both folders' times move, as a disk's do.
 		n.fsys.store.Attrs.TouchDir(n.dirKey())
@@ -554,13 +570,14 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 }
 
 // move renames what r names: a folder, a pending file (st) or a file on the
-// service.
-func (r *renaming) move(ctx context.Context, st *cache.Staged) syscall.Errno {
+// service. bctx bounds the waits for answers; ctx the copies of content,
+// bounded block by block.
+func (r *renaming) move(ctx, bctx context.Context, st *cache.Staged) syscall.Errno {
 	if r.onService && r.old.IsDir() {
-		return r.folder(ctx)
+		return r.folder(ctx, bctx)
 	}
 	if st != nil {
-		return r.pending(ctx, st)
+		return r.pending(bctx, st)
 	}
 	if !r.onService {
 		return syscall.ENOENT
@@ -607,7 +624,10 @@ func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno 
 func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 	fsys := r.src.fsys
 	var replaces int64
-	if f, ok := r.dst.existing(ctx, r.newName); ok {
+	bctx, cancel := fsys.bound(ctx)
+	f, ok := r.dst.existing(bctx, r.newName)
+	cancel()
+	if ok {
 		if f.IsDir() {
 			return syscall.EISDIR
 		}
@@ -615,7 +635,7 @@ func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 	}
 	st, err := fsys.store.StageCopy(ctx, r.to(), r.old, replaces)
 	if err != nil {
-		return Errno(fsys.log, "renaming "+r.src.Path(nil)+"/"+r.name, err)
+		return fsys.errno(ctx, "renaming "+r.src.Path(nil)+"/"+r.name, err)
 	}
 	set := fsys.store.Attrs.Shown(r.old)
 	mtime, now := set.ModTime(r.old.LastModified), time.Now()

@@ -18,7 +18,7 @@
 // and the staged handle), unlinked.go (files unlinked while open), local.go
 // (desktop litter kept in memory), names.go (names shown and names refused),
 // statfs.go (quota and use, from the listing cache), errno.go (errors as
-// errnos), mount_linux.go and mount_darwin.go (the platform's mount options).
+// errnos, and the I/O timeout of operations), mount_linux.go and mount_darwin.go (the platform's mount options).
 //
 // Package fs/fstest mounts trees for the tests of fs and fs/ctl.
 package fs

@@ -1,6 +1,7 @@
 package fs
 
-// errno.go: service errors as errnos (the one mapper).
+// errno.go: service errors as errnos (the one mapper), and the I/O timeout
+// of the operations that wait on the service.
 
 import (
 	"context"
@@ -11,7 +12,36 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
 )
+
+// An operation that waits on the service for an answer (a lookup or
+// listing of a folder not cached, an open of content not cached, statfs, and
+// the changes made on the service at once: create's check, mkdir, unlink,
+// rmdir, rename) waits --io-timeout in total: it runs under bound. A wait for
+// content (read, and the whole-file copies of open for writing, truncate and
+// rename of a file on the service) goes on while bytes come and ends once
+// none came for --io-timeout (cache.Reader.Ready), so a slow link still
+// reads and an outage does not hang. Either answers EIO (errno), while what
+// it waited for goes on by its own rules (a listing or fetch other callers
+// share, the client's retries, uploads). fsync waits for its upload.
+
+// bound returns the operation's ctx bounded by the I/O timeout.
+func (f *FS) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return f.store.Bound(ctx)
+}
+
+// errno is Errno for a step of an operation under bound: when the I/O
+// timeout cut its wait, it answers EIO and logs one warning naming what it
+// waited for (what: "listing shared/docs").
+func (f *FS) errno(ctx context.Context, what string, err error) syscall.Errno {
+	if te := cache.AsTimeout(ctx, err); te != nil {
+		f.log.WithField("waited_for", what).WithField("io_timeout", te.After.String()).
+			Warn("fs: no answer from the service within --io-timeout; EIO")
+		return syscall.EIO
+	}
+	return Errno(f.log, what, err)
+}
 
 // Errno maps an error of the client or the cache to the errno a program
 // sees, and logs it once with what was being done. It is the one place where

@@ -122,7 +122,7 @@ func (n *fileNode) current(ctx context.Context) (api.File, syscall.Errno) {
 	}
 	l, err := n.fsys.store.Dirs.List(ctx, parent)
 	if err != nil {
-		return api.File{}, Errno(n.fsys.log, "listing for "+n.Path(nil), err)
+		return api.File{}, n.fsys.errno(ctx, "listing for "+n.Path(nil), err)
 	}
 	for _, x := range l.Files {
 		if x.Name == f.Name && !x.IsDir() {
@@ -241,6 +241,8 @@ func (n *fileNode) openPendingReader() *stagedHandle {
 // and the current version opened instead, for direct I/O: the kernel still
 // holds the old version's size, which must not cut or pad what is read.
 func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
+	ctx, cancel := n.fsys.bound(ctx)
+	defer cancel()
 	f, errno := n.current(ctx)
 	if errno != 0 {
 		return nil, 0, errno
@@ -254,7 +256,10 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 		bundled = b.Covers(f.ID) // its content comes with the folder's bundle: no request of its own
 	}
 	replaced := false
-	if err := n.check(ctx, f, bundled); err != nil && cache.Gone(err) {
+	if err := n.check(ctx, f, bundled); cache.AsTimeout(ctx, err) != nil {
+		// No answer: its first read would wait for the same request.
+		return nil, 0, n.fsys.errno(ctx, "opening "+n.Path(nil), err)
+	} else if err != nil && cache.Gone(err) {
 		if f, errno = n.relist(ctx, f); errno != 0 {
 			return nil, 0, errno
 		}
@@ -269,7 +274,7 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 	n.mu.Unlock()
 	r, err := n.fsys.store.Fetcher.Open(m)
 	if err != nil {
-		return nil, 0, Errno(n.fsys.log, "opening "+n.Path(nil), err)
+		return nil, 0, n.fsys.errno(ctx, "opening "+n.Path(nil), err)
 	}
 	var fuseFlags uint32
 	if keep {
@@ -345,7 +350,11 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 		n.setStaged(st)
 		return st, 0
 	}
-	f, errno := n.current(ctx)
+	// The listing waits under the I/O timeout; the copy waits while content
+	// comes (Store.StageCopy).
+	bctx, cancel := n.fsys.bound(ctx)
+	f, errno := n.current(bctx)
+	cancel()
 	if errno != 0 {
 		return nil, errno
 	}
@@ -363,7 +372,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 		}
 	}
 	if err != nil {
-		return nil, Errno(n.fsys.log, "staging "+n.Path(nil), err)
+		return nil, n.fsys.errno(ctx, "staging "+n.Path(nil), err)
 	}
 	n.fsys.store.Attrs.ResetPending(n.target(), n.fsys.store.Attrs.Shown(f)) // a mode lasts across a write
 	st.SetPath(n.Path(nil))
@@ -398,10 +407,16 @@ func (n *fileNode) relist(ctx context.Context, f api.File) (api.File, syscall.Er
 // it): a copy of the version the name holds now (one listing), or an empty
 // file when there is none. The change still starts from f, so its upload
 // checks the name and goes up beside the other writer's version as a
-// conflict copy (cache/conflicts.go) instead of replacing it.
+// conflict copy (cache/conflicts.go) instead of replacing it. A listing that
+// fails (an outage) fails the staging: it says nothing of the name.
 func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*cache.Staged, error) {
-	cur, errno := n.relist(ctx, f)
-	if errno != 0 {
+	bctx, cancel := n.fsys.bound(ctx)
+	cur, errno := n.relist(bctx, f)
+	cancel()
+	if errno != 0 && errno != syscall.ENOENT {
+		return nil, errno
+	}
+	if errno == syscall.ENOENT {
 		st, err := n.fsys.store.Staging.Create(n.target(), f.ID)
 		if err == nil {
 			st.OpenWriter()

@@ -46,14 +46,21 @@ var (
 // Read waits until the bytes are in the cache file, then hands the kernel
 // that file's range, which go-fuse splices without copying it through here.
 // When the cache cannot hold them (its disk is full), they come straight from
-// the object store into dest instead.
+// the object store into dest instead. It waits while content comes, and
+// answers EIO once none came for the I/O timeout (a read past the cache: once
+// the I/O timeout passed).
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.r.Ready(ctx, off, int64(len(dest)))
 	if err == io.EOF { // only Ready's own end of file, never a failed fetch
 		return fuse.ReadResultData(nil), 0
 	}
 	if errors.Is(err, cache.ErrNotCached) || errors.Is(err, cache.ErrReadDirect) {
-		got, derr := h.r.ReadDirect(ctx, dest, off)
+		dctx, cancel := h.node.fsys.bound(ctx)
+		got, derr := h.r.ReadDirect(dctx, dest, off)
+		if te := cache.AsTimeout(dctx, derr); te != nil {
+			derr = te
+		}
+		cancel()
 		if derr == nil || derr == io.EOF {
 			return fuse.ReadResultData(dest[:got]), 0
 		}
@@ -68,7 +75,7 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 		return nil, syscall.ESTALE
 	}
 	if err != nil {
-		return nil, Errno(h.node.fsys.log, "reading "+h.node.Path(nil), err)
+		return nil, h.node.fsys.errno(ctx, "reading "+h.node.Path(nil), err)
 	}
 	return fuse.ReadResultFd(h.r.File().Fd(), off, int(n)), 0
 }

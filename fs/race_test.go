@@ -29,7 +29,8 @@ import (
 // service (once the service answered, its answer fixed), waiting there until
 // the upload ended: the operation reading the listing gets one from before
 // the upload, and finds the staging after it. (The function is found on the
-// goroutine's stack: the listing request runs on the caller's goroutine.)
+// stack of the goroutine that started the listing request: cache.Dirs runs a
+// listing, which its callers share, on a goroutine of its own.)
 type uploadRace struct {
 	e       *testEnv
 	held    chan struct{} // closed when an upload's completion is held
@@ -52,9 +53,7 @@ func newUploadRace(e *testEnv) *uploadRace {
 		case answered && r.Method == http.MethodGet:
 			u.mu.Lock()
 			listing := u.parent >= 0 && isListing(r, u.parent)
-			stack := make([]byte, 64<<10)
-			stack = stack[:runtime.Stack(stack, false)]
-			match := listing && bytes.Contains(stack, []byte(u.in))
+			match := listing && startedIn(u.in)
 			if match {
 				u.parent = -1
 			}
@@ -73,6 +72,34 @@ func newUploadRace(e *testEnv) *uploadRace {
 	})
 	e.T.Cleanup(u.releaseOnly)
 	return u
+}
+
+// startedIn reports whether function fn is on the stack of this goroutine or
+// of the goroutine that started it (a listing cache.Dirs runs for its
+// callers), as runtime.Stack gives them.
+func startedIn(fn string) bool {
+	buf := make([]byte, 64<<10)
+	own := buf[:runtime.Stack(buf, false)]
+	if bytes.Contains(own, []byte(fn)) {
+		return true
+	}
+	_, creator, ok := bytes.Cut(own, []byte("\ncreated by "))
+	if !ok {
+		return false
+	}
+	_, id, ok := bytes.Cut(creator, []byte(" in goroutine "))
+	if !ok {
+		return false
+	}
+	id, _, _ = bytes.Cut(id, []byte("\n"))
+	all := make([]byte, 8<<20)
+	all = all[:runtime.Stack(all, true)]
+	for _, g := range bytes.Split(all, []byte("\n\n")) {
+		if bytes.HasPrefix(g, []byte("goroutine "+string(id)+" [")) {
+			return bytes.Contains(g, []byte(fn))
+		}
+	}
+	return false
 }
 
 func (u *uploadRace) releaseOnly() { u.once.Do(func() { close(u.release) }) }

@@ -16,7 +16,7 @@ import (
 
 // folder renames r.old, a folder: one empty here and on the service is made
 // anew; one with content moves with it (rename_tree.go).
-func (r *renaming) folder(ctx context.Context) syscall.Errno {
+func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	fsys := r.src.fsys
 	src, dst := r.src.dirKey(), r.dst.dirKey()
 	key := cache.DirKey{Area: src.Area, ID: r.old.ID}
@@ -37,17 +37,17 @@ func (r *renaming) folder(ctx context.Context) syscall.Errno {
 	}
 	made, err := fsys.store.Mkdir(ctx, dst, r.newName)
 	if err != nil {
-		return Errno(fsys.log, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
+		return fsys.errno(ctx, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
 	if plan != nil {
-		return r.tree(ctx, plan, made)
+		return r.tree(copyCtx, ctx, plan, made)
 	}
 	set := fsys.store.Attrs.Dir(key) // forgotten with the old folder
 	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
 		if derr := fsys.store.Delete(ctx, dst, made); derr != nil {
 			fsys.log.WithError(derr).Warn("fs: could not undo the new folder of a failed folder rename")
 		}
-		return Errno(fsys.log, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
+		return fsys.errno(ctx, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
 	}
 	fsys.local.dropDir(key)
 	if !set.IsZero() {
@@ -89,7 +89,7 @@ func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 		return errno
 	}
 	if err := fsys.store.Delete(ctx, dst, f); err != nil {
-		return Errno(fsys.log, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
+		return fsys.errno(ctx, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
 	return 0
 }
@@ -104,7 +104,7 @@ func (n *dirNode) emptyForRename(ctx context.Context, key cache.DirKey) syscall.
 	n.fsys.store.Dirs.Drop(key)
 	l, err := n.fsys.store.Dirs.List(ctx, key)
 	if err != nil {
-		return Errno(n.fsys.log, "listing a folder to rename", err)
+		return n.fsys.errno(ctx, "listing a folder to rename in "+n.Path(nil), err)
 	}
 	if len(l.Files) > 0 {
 		return syscall.EXDEV

@@ -106,7 +106,9 @@ func (p *treePlan) release() {
 }
 
 // tree renames r.old, a folder with content, to the folder made for it.
-func (r *renaming) tree(ctx context.Context, p *treePlan, made api.File) syscall.Errno {
+// ctx bounds the waits for answers, copyCtx the copies of content (bounded
+// block by block).
+func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File) syscall.Errno {
 	fsys := r.src.fsys
 	dst := r.dst.dirKey()
 	newKeys := map[int64]cache.DirKey{r.old.ID: {Area: dst.Area, ID: made.ID}}
@@ -119,11 +121,11 @@ func (r *renaming) tree(ctx context.Context, p *treePlan, made api.File) syscall
 		d, err := fsys.store.Mkdir(ctx, newKeys[f.parent], f.name)
 		if err != nil {
 			undo()
-			return Errno(fsys.log, "making folder "+f.name+" of a folder renamed", err)
+			return fsys.errno(ctx, "making folder "+f.name+" of a folder renamed", err)
 		}
 		newKeys[f.old.ID] = cache.DirKey{Area: dst.Area, ID: d.ID}
 	}
-	copies, errno := r.copyFiles(ctx, p, newKeys)
+	copies, errno := r.copyFiles(copyCtx, p, newKeys)
 	if errno != 0 {
 		undo()
 		return errno

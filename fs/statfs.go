@@ -67,10 +67,16 @@ func (f *FS) Statfs(ctx context.Context, a cache.Area, out *fuse.StatfsOut) sysc
 	const bsize = 4096
 	out.Bsize, out.Frsize, out.NameLen = bsize, bsize, 255
 	out.Files, out.Ffree = 1<<30, 1<<30
-	sp, err := f.space(ctx, a)
-	if err != nil {
+	bctx, cancel := f.bound(ctx)
+	sp, err := f.space(bctx, a)
+	switch {
+	case cache.AsTimeout(bctx, err) != nil:
+		f.log.WithField("waited_for", "the quota of "+a.String()).WithError(err).
+			Warn("fs: statfs: no answer from the service within --io-timeout; showing a large disk")
+	case err != nil:
 		f.log.WithError(err).Debug("statfs: the storage's quota is not known; showing a large disk")
 	}
+	cancel()
 	if sp.size <= 0 {
 		const blocks = 1 << 30 // 4 TiB
 		out.Blocks, out.Bfree, out.Bavail = blocks, blocks, blocks

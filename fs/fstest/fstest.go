@@ -33,6 +33,7 @@ type Options struct {
 	Org        string        // default org-a
 	Seed       string        // default empty
 	DirTTL     time.Duration // the listing cache time; default 1 minute
+	IOTimeout  time.Duration // how long an operation waits on the service (--io-timeout); default: no limit
 	CacheMax   int64         // the content cache's budget; default the cache's
 	PerPage    int           // listing page size; default 1000
 	Emu        emulator.Options
@@ -109,7 +110,7 @@ func (e *Env) Mount() {
 		Dir: e.CacheDir, StagingDir: e.Opts.StagingDir, Client: e.Client, MaxSize: e.Opts.CacheMax,
 		DirCacheTime: e.Opts.DirTTL, WriteBack: cmp.Or(e.Opts.WriteBack, 50*time.Millisecond),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ReadOnly: e.Opts.ReadOnly,
-		Bundle: bo, Log: testkit.Log(t), Desk: e.Opts.Desk,
+		Bundle: bo, Log: testkit.Log(t), Desk: e.Opts.Desk, IOTimeout: e.Opts.IOTimeout,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -107,7 +107,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once (files of 1M or less: 4x as many); reads use 4x as many range requests")
 	fs.Var((*units.Duration)(&o.WriteBack), "write-back", "wait after a written file's last close before uploading it (a new open cancels the wait); files of 1M or less wait a tenth")
 	fs.Var((*units.Duration)(&o.DrainTimeout), "drain-timeout", "at unmount, how long to wait for pending uploads (what is left stays staged for the next mount)")
-	fs.Var((*units.Duration)(&o.IOTimeout), "io-timeout", "a request or transfer that moves no byte for this long is cut and retried; a reader gets EIO once the retries are spent")
+	fs.Var((*units.Duration)(&o.IOTimeout), "io-timeout", "the longest a file operation waits on the service: EIO when no answer (or, for a read, no byte of content) came for this long, while uploads and shared fetches retry in the background; also cuts a request or transfer that moves no byte for this long")
 	fs.BoolVar(&o.ReadOnly, "read-only", o.ReadOnly, "mount read-only")
 	fs.Uint32Var(&o.UID, "uid", o.UID, "owner of every file")
 	fs.Uint32Var(&o.GID, "gid", o.GID, "group of every file")
@@ -337,7 +337,7 @@ func openStores(client *api.Client, cacheDir string, o mountOptions, log logrus.
 	store, err := cache.OpenStore(cache.StoreOptions{
 		Dir: cacheDir, Client: client, MaxSize: int64(o.CacheMaxSize), DirCacheTime: o.DirCacheTime,
 		ReadAhead: int64(o.ReadAhead), Transfers: o.Transfers, WriteBack: o.WriteBack, ReadOnly: o.ReadOnly, Log: log,
-		Desk: o.DeskName,
+		Desk: o.DeskName, IOTimeout: o.IOTimeout,
 	})
 	if err != nil {
 		return nil, err

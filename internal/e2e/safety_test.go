@@ -107,10 +107,10 @@ func TestExitStatusTellsOfFilesLeftStaged(t *testing.T) {
 	}
 }
 
-// An outage in the middle of a workload: a reader streaming a file gets an
-// error once the I/O timeout and the retries are spent, never a hang; a file
-// written during the outage is uploaded by itself when the service answers
-// again.
+// An outage in the middle of a workload: a reader streaming a file gets EIO
+// within the I/O timeout (--io-timeout reaches the mount's waits), not after
+// the client's retries, never a hang; a file written during the outage is
+// uploaded by itself when the service answers again.
 func TestOutageMidWorkload(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
 	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
@@ -149,6 +149,10 @@ func TestOutageMidWorkload(t *testing.T) {
 			t.Fatalf("the reader in the outage got %v after %v, want EIO", err, time.Since(start))
 		}
 		t.Logf("the reader got EIO after %v", time.Since(start).Round(time.Millisecond))
+		// --io-timeout 1s; the client's retries took 20 s.
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("the reader got EIO after %v, want it within --io-timeout 1s (and some slack)", took)
+		}
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the reader hangs in the outage")
 	}

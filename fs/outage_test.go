@@ -1,0 +1,194 @@
+package fs
+
+// Tests of the mount through an outage: every syscall that waits on the
+// service gives up within --io-timeout, while cached content is served and
+// uploads wait for the service.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/fs/fstest"
+	"github.com/orgfs/orgfs/internal/emulator"
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// In a black hole (connections taken, nothing answered), a listing of a
+// folder not cached, a lookup in it, computers/, a read of a file not cached
+// and a read of a file being streamed each fail with EIO or ETIMEDOUT within
+// the I/O timeout, not after the client's retries; statfs answers; a file
+// read before the outage reads from the cache; a file written during it
+// uploads once the service answers again. Each operation that gave up logs
+// one warning naming what it waited for. Before the outage, a read on a slow
+// link outlasts the I/O timeout: it is not cut while content comes.
+func TestBlackHoleBoundsEverySyscall(t *testing.T) {
+	const ioTimeout = time.Second
+	// The kernel retries a failed read-ahead with a read of its own: two
+	// waits; the rest is slack for a loaded machine.
+	const bound = 3*ioTimeout + 2*time.Second
+	logger, hook := logtest.NewNullLogger()
+	logger.SetLevel(logrus.DebugLevel)
+	const dirTTL = 4 * time.Second
+	e := newEnv(t, envOptions{Log: logger, IOTimeout: ioTimeout, DirTTL: dirTTL, Client: api.Options{IOTimeout: ioTimeout}})
+	root := e.root(0)
+	cached := testkit.RandBytes(3<<20+17, 1)
+	e.put(0, root, "cached.bin", cached)
+	e.put(0, root, "cold.txt", []byte("never read before the outage\n"))
+	big := testkit.RandBytes(32<<20, 2)
+	e.put(0, root, "big.bin", big)
+	folder := e.mkdir(0, root, "folder")
+	e.put(0, folder, "inside.txt", []byte("listed only after the outage\n"))
+
+	if b, err := os.ReadFile(e.Path("shared", "cached.bin")); err != nil || !bytes.Equal(b, cached) {
+		t.Fatalf("reading cached.bin before the outage: %d bytes, %v", len(b), err)
+	}
+	dropKernelCache(t, e.Path("shared", "cached.bin")) // its reads come to the mount's cache
+	// A reader streams big.bin slowly, with read-ahead in flight.
+	rate := int64(256 << 10)
+	e.Emu.ChangePlay(emulator.PlayChange{StreamRate: &rate})
+	streamed, err := os.Open(e.Path("shared", "big.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer streamed.Close()
+	head := make([]byte, 1<<20)
+	start := time.Now()
+	if _, err := io.ReadFull(streamed, head); err != nil || !bytes.Equal(head, big[:len(head)]) {
+		t.Fatalf("streaming big.bin before the outage: %v after %v", err, time.Since(start))
+	}
+	// A read on a slow link is not cut: it waits while content comes.
+	if took := time.Since(start); took < ioTimeout {
+		t.Fatalf("the first MiB of big.bin came in %v: the link is not slow enough to show a read outlasting --io-timeout", took)
+	}
+
+	// The root is listed anew just before the outage; its listing expires
+	// during it.
+	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	if _, err := os.ReadDir(e.Path("shared")); err != nil {
+		t.Fatal(err)
+	}
+	listed := time.Now()
+	e.Emu.SetOutage(emulator.OutageBlackHole)
+	t.Cleanup(func() { e.Emu.SetOutage(emulator.OutageNone) })
+	timedOut := func(err error) bool { return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.ETIMEDOUT) }
+	for _, c := range []struct {
+		name string
+		op   func() error
+		// warns: how many timeout warnings, each naming what it waited for:
+		// one per operation that gave up (the kernel sends a read-ahead as
+		// several reads, and reads a page again after its read-ahead failed).
+		fail        bool // wants EIO or ETIMEDOUT; else success
+		warns, upTo int
+	}{
+		{"ls of a folder not cached", func() error { _, err := os.ReadDir(e.Path("shared", "folder")); return err }, true, 1, 1},
+		{"stat in a folder not cached", func() error { _, err := os.Stat(e.Path("shared", "folder", "inside.txt")); return err }, true, 1, 1},
+		{"ls computers/", func() error { _, err := os.ReadDir(e.Path("computers")); return err }, true, 1, 1},
+		{"cat of a file not cached", func() error { _, err := os.ReadFile(e.Path("shared", "cold.txt")); return err }, true, 1, 1},
+		{"cat already streaming", func() error { _, err := io.Copy(io.Discard, streamed); return err }, true, 1, 8},
+		// The root's own record (the quota) was never listed: statfs shows a large disk.
+		{"statfs", func() error { var st syscall.Statfs_t; return syscall.Statfs(e.Path("shared"), &st) }, false, 1, 1},
+		{"cat of a cached file", func() error {
+			b, err := os.ReadFile(e.Path("shared", "cached.bin"))
+			if err == nil && !bytes.Equal(b, cached) {
+				err = errors.New("wrong content")
+			}
+			return err
+		}, false, 0, 0},
+		{"write of a new file", func() error {
+			return os.WriteFile(e.Path("shared", "during.txt"), []byte("written during the outage\n"), 0o644)
+		}, false, 0, 0},
+	} {
+		hook.Reset()
+		start = time.Now()
+		err := c.op()
+		took := time.Since(start)
+		t.Logf("%s: %v after %v", c.name, err, took.Round(time.Millisecond))
+		switch {
+		case c.fail && !timedOut(err):
+			t.Errorf("%s in the black hole: %v, want EIO or ETIMEDOUT", c.name, err)
+		case !c.fail && err != nil:
+			t.Errorf("%s in the black hole: %v, want success", c.name, err)
+		}
+		if took > bound {
+			t.Errorf("%s in the black hole took %v, want at most %v (--io-timeout %v)", c.name, took, bound, ioTimeout)
+		}
+		var warnings []string
+		for _, en := range hook.AllEntries() {
+			if en.Level <= logrus.WarnLevel && strings.Contains(en.Message, "io-timeout") {
+				warnings = append(warnings, fmt.Sprintf("%s %v", en.Message, en.Data))
+			}
+		}
+		if len(warnings) < c.warns || len(warnings) > c.upTo {
+			t.Errorf("%s: %d timeout warnings, want %d to %d:\n%s", c.name, len(warnings), c.warns, c.upTo, strings.Join(warnings, "\n"))
+		}
+		for _, w := range warnings {
+			if !strings.Contains(w, "waited_for") {
+				t.Errorf("%s: the timeout warning names nothing it waited for: %s", c.name, w)
+			}
+		}
+	}
+
+	// The root's listing expired in the outage: it shows as last listed, and
+	// the cached file in it still reads, at once (the service is known to be
+	// silent: nothing waits for it).
+	time.Sleep(time.Until(listed.Add(dirTTL + 100*time.Millisecond)))
+	start = time.Now()
+	if names := fstest.ListNames(t, e.Path("shared")); !slices.Contains(names, "cached.bin") || time.Since(start) > ioTimeout/2 {
+		t.Errorf("ls shared/ after its listing expired in the outage: %v after %v", names, time.Since(start))
+	}
+	start = time.Now()
+	if b, err := os.ReadFile(e.Path("shared", "cached.bin")); err != nil || !bytes.Equal(b, cached) || time.Since(start) > ioTimeout/2 {
+		t.Errorf("cat of the cached file after its folder's listing expired in the outage: %d bytes, %v after %v", len(b), err, time.Since(start))
+	}
+	if e.Store.Dirs.Stats().Stale == 0 {
+		t.Error("no listing was answered as last listed")
+	}
+
+	e.Emu.SetOutage(emulator.OutageNone)
+	e.settle()
+	if got := e.serviceBytes("during.txt"); string(got) != "written during the outage\n" {
+		t.Errorf("the file written during the outage is %q on the service", got)
+	}
+	if names := listNamesEventually(t, e.Path("shared", "folder")); len(names) != 1 || names[0] != "inside.txt" {
+		t.Errorf("after the outage, folder lists %v", names)
+	}
+	// The service answers again: shared/ is listed anew, with what another
+	// writer put there meanwhile.
+	e.put(0, root, "after.txt", []byte("put after the outage\n"))
+	testkit.WaitFor(t, 30*time.Second, "shared/ listed anew after the outage", func() bool {
+		names, err := os.ReadDir(e.Path("shared"))
+		return err == nil && slices.ContainsFunc(names, func(en os.DirEntry) bool { return en.Name() == "after.txt" })
+	})
+}
+
+// listNamesEventually lists dir once the service answers again (a listing
+// that failed in the outage may still be on its way).
+func listNamesEventually(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	testkit.WaitFor(t, 30*time.Second, "a listing of "+dir, func() bool {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return false
+		}
+		names = names[:0]
+		for _, en := range ents {
+			names = append(names, en.Name())
+		}
+		return true
+	})
+	return names
+}

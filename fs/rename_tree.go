@@ -17,6 +17,7 @@ package fs
 import (
 	"context"
 	"syscall"
+	"time"
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
@@ -38,6 +39,7 @@ type treeFolder struct {
 	old    cache.DirKey
 	parent int64 // the old id of its parent folder
 	name   string
+	mtime  time.Time // its time as listed
 }
 
 type treeFile struct {
@@ -80,7 +82,7 @@ func (r *renaming) walkTree(ctx context.Context, p *treePlan, key cache.DirKey) 
 	}
 	for _, f := range l.Files {
 		if f.IsDir() {
-			p.folders = append(p.folders, treeFolder{old: cache.DirKey{Area: key.Area, ID: f.ID}, parent: key.ID, name: f.Name})
+			p.folders = append(p.folders, treeFolder{old: cache.DirKey{Area: key.Area, ID: f.ID}, parent: key.ID, name: f.Name, mtime: f.LastModified})
 			if errno := r.walkTree(ctx, p, cache.DirKey{Area: key.Area, ID: f.ID}); errno != 0 {
 				return errno
 			}
@@ -135,10 +137,13 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 		paths[f.old.ID] = paths[f.parent] + "/" + f.name
 	}
 	moved := r.commitTree(p, newKeys, paths, copies)
-	for _, f := range append(p.folders, treeFolder{old: cache.DirKey{Area: dst.Area, ID: r.old.ID}}) {
-		if set := fsys.store.Attrs.Dir(f.old); !set.IsZero() {
-			fsys.store.Attrs.SetDir(newKeys[f.old.ID], set)
+	for _, f := range append(p.folders, treeFolder{old: cache.DirKey{Area: dst.Area, ID: r.old.ID}, mtime: r.old.LastModified}) {
+		// Each folder keeps its mode, owner and time, as on a disk.
+		set := fsys.store.Attrs.Dir(f.old)
+		if set.MTime == nil {
+			set.MTime = &f.mtime
 		}
+		fsys.store.Attrs.SetDir(newKeys[f.old.ID], set)
 		fsys.local.dropDir(f.old) // desktop files of the old folders
 	}
 	r.retargetTree(newKeys, copies)

@@ -70,8 +70,20 @@ func checkTree(t *testing.T, e *testEnv, top string, want map[string][]byte, onS
 func TestFolderRenameWithContent(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	want := folderTree(t, e, "proj")
+	past := time.Date(2022, 2, 2, 2, 2, 2, 0, time.UTC)
+	if err := os.Chtimes(e.Path("shared", "proj", "sub"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	subBefore := statAttrs(t, e.Path("shared", "proj", "sub", "deep")).Mtime
 	if err := os.Rename(e.Path("shared", "proj"), e.Path("shared", "Budget 2027")); err != nil {
 		t.Fatalf("rename of a folder with content: %v", err)
+	}
+	// The folders keep their times, as on a disk.
+	if got := statAttrs(t, e.Path("shared", "Budget 2027", "sub")).Mtime; !got.Equal(past) {
+		t.Errorf("sub's time after the rename: %v, want %v", got, past)
+	}
+	if got := statAttrs(t, e.Path("shared", "Budget 2027", "sub", "deep")).Mtime; !got.Equal(subBefore) {
+		t.Errorf("sub/deep's time after the rename: %v, want %v", got, subBefore)
 	}
 	if _, err := os.Stat(e.Path("shared", "proj")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the old name after the rename: %v", err)

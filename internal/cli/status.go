@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -160,35 +161,48 @@ func textBar(done, total int64) string {
 // while a big file was at 71%). The first line, the queue's counters from
 // .ctl/stats, is read again at every poll too.
 func showQueue(ctx context.Context, w io.Writer, mnt string, untilEmpty bool) error {
-	q := newQueueView(w)
+	var q *queueView // made at the first file to show: nothing to send draws nothing
 	tick := time.NewTicker(time.Second / 2)
 	defer tick.Stop()
 	for {
 		var ups []ctl.Upload
 		if err := readCtl(mnt, "uploads.json", &ups); err != nil {
-			q.p.Shutdown()
+			if q != nil {
+				q.p.Shutdown()
+			}
 			return err
 		}
-		var s ctl.Stats
-		if err := readCtl(mnt, "stats", &s); err == nil {
-			q.setCounters(fmt.Sprintf("uploads %d pending, %d in flight, %d failed; %d sent since the mount (%s)",
-				s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed, s.Uploads.Uploaded, units.FormatSize(s.Uploads.Bytes)))
-		}
-		q.update(ups)
-		if untilEmpty && len(q.bars) == 0 {
-			q.total.SetTotal(-1, true)
-			q.head.SetTotal(-1, true)
-			q.p.Wait()
+		waiting := slices.ContainsFunc(ups, func(u ctl.Upload) bool { return u.State != "uploaded" })
+		if q == nil && !waiting && untilEmpty {
 			return nil
+		}
+		if q == nil && waiting {
+			q = newQueueView(w)
+		}
+		if q != nil {
+			var s ctl.Stats
+			if err := readCtl(mnt, "stats", &s); err == nil {
+				q.setCounters(fmt.Sprintf("uploads %d pending, %d in flight, %d failed; %d sent since the mount (%s)",
+					s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed, s.Uploads.Uploaded, units.FormatSize(s.Uploads.Bytes)))
+			}
+			q.update(ups)
+			if untilEmpty && len(q.bars) == 0 {
+				q.total.SetTotal(-1, true)
+				q.head.SetTotal(-1, true)
+				q.p.Wait()
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
-			for _, b := range q.bars {
-				b.Abort(false)
+			if q != nil {
+				for _, b := range q.bars {
+					b.Abort(false)
+				}
+				q.total.Abort(false)
+				q.head.Abort(false)
+				q.p.Wait()
 			}
-			q.total.Abort(false)
-			q.head.Abort(false)
-			q.p.Wait()
 			return nil
 		case <-tick.C:
 		}

@@ -101,6 +101,12 @@ func TestSyncStatusUnmount(t *testing.T) {
 	if code != 0 || !uploaded(client, "d.txt", 2) || mounted(dir) {
 		t.Fatalf("unmount: %d %s", code, out)
 	}
+	// Nothing to send: no progress drawn, one line.
+	startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir())
+	code, out = orgfsCmd(t, "unmount", dir)
+	if code != 0 || strings.Contains(out, "total") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("unmount with nothing to send: %d %q", code, out)
+	}
 }
 
 // orgfs status --watch redraws what is true at each poll: its counters line

@@ -26,6 +26,7 @@ type Attr struct {
 	UID   *uint32    `json:"uid,omitempty"`
 	GID   *uint32    `json:"gid,omitempty"`
 	MTime *time.Time `json:"mtime,omitempty"`
+	ATime *time.Time `json:"atime,omitempty"` // shown as set; default the modification time
 	CTime *time.Time `json:"ctime,omitempty"` // the last change of the others
 }
 
@@ -43,6 +44,9 @@ func (a Attr) With(c Attr) Attr {
 	if c.MTime != nil {
 		a.MTime = c.MTime
 	}
+	if c.ATime != nil {
+		a.ATime = c.ATime
+	}
 	if c.CTime != nil {
 		a.CTime = c.CTime
 	}
@@ -51,7 +55,7 @@ func (a Attr) With(c Attr) Attr {
 
 // IsZero reports whether nothing is set.
 func (a Attr) IsZero() bool {
-	return a.Mode == nil && a.UID == nil && a.GID == nil && a.MTime == nil && a.CTime == nil
+	return a.Mode == nil && a.UID == nil && a.GID == nil && a.MTime == nil && a.ATime == nil && a.CTime == nil
 }
 
 // ModTime is the modification time set, else def.
@@ -194,6 +198,8 @@ func (m *Attrs) Move(from, to Target) {
 	if ok {
 		delete(m.pending, from)
 		m.record(attrRecord{Pending: &from})
+	} else if id, ok := m.justUploaded.Get(from); ok && m.files[id] != nil {
+		a = m.files[id].Attr // its upload ended just before the rename
 	}
 	now := time.Now()
 	a.CTime = &now

@@ -120,3 +120,15 @@ func TestAttrsSetAsTheUploadEnds(t *testing.T) {
 		t.Fatalf("the new pending file shows %+v", a)
 	}
 }
+
+// A rename racing the upload's end keeps what was set (the owner, here).
+func TestAttrsMoveAsTheUploadEnds(t *testing.T) {
+	m := NewAttrs()
+	from, to := Target{Name: "a"}, Target{Name: "b"}
+	m.SetPending(from, Attr{UID: u32(65534)})
+	m.Uploaded(from, 9, time.Now(), time.Now())
+	m.Move(from, to)
+	if a := m.Pending(to); a.UID == nil || *a.UID != 65534 {
+		t.Fatalf("renamed as its upload ended, the file shows %+v", a)
+	}
+}

@@ -169,7 +169,10 @@ func applyAttr(a *fuse.Attr, s cache.Attr) {
 		a.Gid = *s.GID
 	}
 	if s.MTime != nil {
-		a.SetTimes(s.MTime, s.MTime, nil)
+		a.SetTimes(s.MTime, s.MTime, s.MTime)
+	}
+	if s.ATime != nil {
+		a.SetTimes(s.ATime, nil, nil)
 	}
 	if s.CTime != nil && s.CTime.After(a.ChangeTime()) {
 		a.SetTimes(nil, nil, s.CTime)
@@ -191,6 +194,9 @@ func attrChange(in *fuse.SetAttrIn) (c cache.Attr, ok bool) {
 	}
 	if t, ok := in.GetMTime(); ok {
 		c.MTime = &t
+	}
+	if t, ok := in.GetATime(); ok {
+		c.ATime = &t
 	}
 	if c.IsZero() {
 		return c, false

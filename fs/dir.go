@@ -29,14 +29,19 @@ type dirView struct {
 	files   []api.File
 	names   []string
 	byName  map[string]int
+	subdirs int // folders in it: a folder's link count is 2 more
 }
 
 func newDirView(l *cache.Listing) *dirView {
 	items := make([]named, len(l.Files))
+	subdirs := 0
 	for i, f := range l.Files {
 		items[i] = named{f.Name, f.ID}
+		if f.IsDir() {
+			subdirs++
+		}
 	}
-	v := &dirView{listing: l, files: l.Files, names: uniqueNames(items), byName: make(map[string]int, len(items))}
+	v := &dirView{listing: l, files: l.Files, names: uniqueNames(items), byName: make(map[string]int, len(items)), subdirs: subdirs}
 	for i, name := range v.names {
 		v.byName[name] = i
 	}
@@ -133,9 +138,12 @@ func (n *dirNode) cachedHas(name string) bool {
 
 func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.mu.Lock()
-	mtime := n.mtime
+	mtime, v := n.mtime, n.view
 	n.mu.Unlock()
 	n.fsys.setDirAttr(&out.Attr, mtime)
+	if v != nil {
+		out.Attr.Nlink = 2 + uint32(v.subdirs) // as on a disk, where the listing is known
+	}
 	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(n.dirKey()))
 	return 0
 }

@@ -199,6 +199,14 @@ func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHand
 	if !n.fsys.writable(n.parentKey().Area) {
 		return nil, 0, syscall.EROFS
 	}
+	if !truncate && n.refreshStaged() == nil {
+		// A file of the service: staged at the first read or write (get),
+		// after the kernel's truncate of an O_TRUNC open.
+		n.mu.Lock()
+		n.kernelCache = cache.Meta{} // the kernel's pages of the old content must go
+		n.mu.Unlock()
+		return &stagedHandle{node: n, writer: true}, 0, 0
+	}
 	st, errno := n.stageForWriting(ctx, truncate)
 	if errno != 0 {
 		return nil, 0, errno
@@ -295,7 +303,13 @@ func (n *fileNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Set
 		return syscall.EROFS
 	}
 	if size, ok := in.GetSize(); ok {
-		if errno := n.truncate(ctx, int64(size)); errno != 0 {
+		errno := syscall.Errno(0)
+		if h, ok := fh.(*stagedHandle); ok && h.writer {
+			errno = h.truncate(ctx, int64(size)) // ftruncate, and O_TRUNC after an open
+		} else {
+			errno = n.truncate(ctx, int64(size))
+		}
+		if errno != 0 {
 			return errno
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -100,8 +101,11 @@ func (h *readHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno { re
 // writer has it open.
 type stagedHandle struct {
 	node   *fileNode
-	staged *cache.Staged
 	writer bool // holds a writer: Write is allowed, Release closes a writer
+	mu     sync.Mutex
+	// staged is the staging copy; nil until the first use of a handle opened
+	// for writing on a file of the service (get): guarded by mu.
+	staged *cache.Staged
 }
 
 var (
@@ -112,8 +116,56 @@ var (
 	_ = (gofs.FileFsyncer)((*stagedHandle)(nil))
 )
 
+// get returns the handle's staging copy, staged at the first read or write
+// of a handle opened on a file of the service (openWriter): the kernel
+// sends O_TRUNC as a truncate after the open (go-fuse asks for no atomic
+// O_TRUNC), and staging at the open would fetch the content the truncate
+// then drops. A `>` redirect or a cp over the file fetches nothing.
+func (h *stagedHandle) get(ctx context.Context) (*cache.Staged, syscall.Errno) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.staged == nil {
+		st, errno := h.node.stageForWriting(ctx, false)
+		if errno != 0 {
+			return nil, errno
+		}
+		h.staged = st
+	}
+	return h.staged, 0
+}
+
+// truncate sets the size of the handle's staging copy, made empty (nothing
+// fetched) when the handle has none yet and size is 0.
+func (h *stagedHandle) truncate(ctx context.Context, size int64) syscall.Errno {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.staged == nil {
+		st, errno := h.node.stageForWriting(ctx, size == 0)
+		if errno != 0 {
+			return errno
+		}
+		h.staged = st
+	}
+	if err := h.staged.File().Truncate(size); err != nil {
+		return Errno(h.node.fsys.log, "truncating "+h.node.Path(nil), err)
+	}
+	h.staged.Touch()
+	return 0
+}
+
+// current is the staging copy, nil while a lazy handle has none.
+func (h *stagedHandle) current() *cache.Staged {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.staged
+}
+
 func (h *stagedHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := h.staged.File().ReadAt(dest, off)
+	st, errno := h.get(ctx)
+	if errno != 0 {
+		return nil, errno
+	}
+	n, err := st.File().ReadAt(dest, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, Errno(h.node.fsys.log, "reading "+h.node.Path(nil), err)
 	}
@@ -124,8 +176,12 @@ func (h *stagedHandle) Write(ctx context.Context, data []byte, off int64) (uint3
 	if !h.writer {
 		return 0, syscall.EBADF
 	}
-	n, err := h.staged.File().WriteAt(data, off)
-	h.staged.Touch()
+	st, errno := h.get(ctx)
+	if errno != 0 {
+		return 0, errno
+	}
+	n, err := st.File().WriteAt(data, off)
+	st.Touch()
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
 			return uint32(n), syscall.ENOSPC
@@ -136,10 +192,13 @@ func (h *stagedHandle) Write(ctx context.Context, data []byte, off int64) (uint3
 }
 
 func (h *stagedHandle) Release(ctx context.Context) syscall.Errno {
-	if h.writer {
-		h.staged.CloseWriter()
-	} else {
-		h.staged.CloseReader()
+	st := h.current()
+	switch {
+	case st == nil: // opened for writing, never written: nothing staged
+	case h.writer:
+		st.CloseWriter()
+	default:
+		st.CloseReader()
 	}
 	return 0
 }
@@ -150,7 +209,11 @@ func (h *stagedHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
 
 // Fsync uploads the staging copy now and reports how that went.
 func (h *stagedHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	if err := h.node.fsys.store.Staging.Flush(ctx, h.staged); err != nil {
+	st := h.current()
+	if st == nil {
+		return 0 // nothing written
+	}
+	if err := h.node.fsys.store.Staging.Flush(ctx, st); err != nil {
 		return Errno(h.node.fsys.log, "uploading "+h.node.Path(nil), err)
 	}
 	return 0

@@ -127,7 +127,8 @@ func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 		}
 		var warnings []string
 		for _, en := range hook.AllEntries() {
-			if en.Level <= logrus.WarnLevel && strings.Contains(en.Message, "io-timeout") {
+			late := c.name != "cat already streaming" && strings.Contains(fmt.Sprint(en.Data), "big.bin")
+			if en.Level <= logrus.WarnLevel && strings.Contains(en.Message, "io-timeout") && !late { // the kernel's read-ahead of the stream may time out after it
 				warnings = append(warnings, fmt.Sprintf("%s %v", en.Message, en.Data))
 			}
 		}

@@ -118,9 +118,13 @@ func TestCtlUploadsQueue(t *testing.T) {
 	}
 	e.refused(syscall.EINVAL, "drop\n", "uploads")
 	e.refused(syscall.ENOENT, "discard shared/other.bin\n", "uploads")
-	e.mustWrite("retry\n", "uploads") // fails again: the storage is still full
-	testkit.WaitFor(t, 10*time.Second, "the retried upload to fail", func() bool {
-		return strings.HasPrefix(e.read("uploads"), "failed ")
+	// The retry sends the upload again (one more POST /files reaches the
+	// service), which fails again: the storage is still full. The failed
+	// state alone proves nothing, it was there before the retry.
+	creates := e.Requests("POST /files")
+	e.mustWrite("retry\n", "uploads")
+	testkit.WaitFor(t, 10*time.Second, "the retried upload to reach the service and fail", func() bool {
+		return e.Requests("POST /files") > creates && strings.HasPrefix(e.read("uploads"), "failed ")
 	})
 	e.mustWrite("discard shared/too big.bin\n", "uploads")
 	if q := e.read("uploads"); q != "" {

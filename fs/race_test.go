@@ -37,9 +37,11 @@ type uploadRace struct {
 	release chan struct{} // closed to let it go
 	once    sync.Once
 
-	mu     sync.Mutex
-	parent int64  // the folder whose listing releases the upload; -1: none
-	in     string // by the function of this name
+	mu          sync.Mutex
+	parent      int64  // the folder whose listing releases the upload; -1: none
+	in          string // by the function of this name
+	completes   int    // completions the service answered
+	interleaved int    // listings by in answered while a completion was held, which the upload's end followed before they went on
 }
 
 func newUploadRace(e *testEnv) *uploadRace {
@@ -50,6 +52,10 @@ func newUploadRace(e *testEnv) *uploadRace {
 		case isComplete(r) && !answered:
 			heldOnce.Do(func() { close(u.held) })
 			<-u.release
+		case isComplete(r):
+			u.mu.Lock()
+			u.completes++
+			u.mu.Unlock()
 		case answered && r.Method == http.MethodGet:
 			u.mu.Lock()
 			listing := u.parent >= 0 && isListing(r, u.parent)
@@ -60,7 +66,7 @@ func newUploadRace(e *testEnv) *uploadRace {
 			u.mu.Unlock()
 			switch {
 			case match:
-				u.releaseAndWait()
+				u.releaseAndCount()
 			case listing:
 				// Read by another operation (the kernel's lookups of a
 				// rename's target): not kept, as if another folder changed
@@ -114,6 +120,41 @@ func (u *uploadRace) releaseAndWait() {
 	}
 }
 
+// releaseAndCount is releaseAndWait for the awaited listing, its answer
+// in: it counts the interleaving when a completion was held until then and
+// answered after, and no upload is left under way.
+func (u *uploadRace) releaseAndCount() {
+	u.mu.Lock()
+	before := u.completes
+	u.mu.Unlock()
+	held := false
+	select {
+	case <-u.held:
+		held = true
+	default:
+	}
+	u.releaseAndWait()
+	u.mu.Lock()
+	if held && u.completes > before && u.e.Store.Staging.Stats().Uploading == 0 {
+		u.interleaved++
+	}
+	u.mu.Unlock()
+}
+
+// checkInterleaved fails the test unless the interleaving it is named for
+// happened once: the awaited listing was answered while the upload's
+// completion was held, and the upload ended before the listing went on.
+// Without it a race test is a plain test that passes as well.
+func (u *uploadRace) checkInterleaved() {
+	u.e.T.Helper()
+	u.mu.Lock()
+	n, in := u.interleaved, u.in
+	u.mu.Unlock()
+	if n != 1 {
+		u.e.T.Errorf("the upload ended inside the listing read by %s %d times, want 1: the race did not happen", in, n)
+	}
+}
+
 // waitHeld waits until an upload's completion is held.
 func (u *uploadRace) waitHeld() {
 	select {
@@ -155,6 +196,7 @@ func TestRenameAsTheUploadEnds(t *testing.T) {
 	if err := os.Rename(e.Path("shared", "d", "a.txt"), e.Path("shared", "d", "b.txt")); err != nil {
 		t.Fatalf("rename: %v", err)
 	}
+	u.checkInterleaved()
 	e.settle()
 	if b, err := os.ReadFile(e.Path("shared", "d", "b.txt")); err != nil || !bytes.Equal(b, v2) {
 		t.Errorf("b.txt in the mount: %d bytes (v1 %v), %v; want v2", len(b), bytes.Equal(b, v1), err)
@@ -197,6 +239,7 @@ func TestRenameNewFileAsItsUploadEnds(t *testing.T) {
 			if err := os.Rename(e.Path("shared", "d1", "a.txt"), e.Path("shared", "d2", "b.txt")); err != nil {
 				t.Fatalf("rename: %v", err)
 			}
+			u.checkInterleaved()
 			e.settle()
 			if got := e.serviceBytes("d2/b.txt"); !bytes.Equal(got, data) {
 				t.Errorf("d2/b.txt on the service: %d bytes, want %d", len(got), len(data))
@@ -225,6 +268,7 @@ func TestNewFileListedAsItsUploadEnds(t *testing.T) {
 	if names := fstest.ListNames(t, e.Path("shared", "d")); !slices.Contains(names, "n.txt") {
 		t.Errorf("d/ lists %q, without n.txt", names)
 	}
+	u.checkInterleaved()
 	if b, err := os.ReadFile(e.Path("shared", "d", "n.txt")); err != nil || !bytes.Equal(b, data) {
 		t.Errorf("n.txt: %d bytes, %v", len(b), err)
 	}

@@ -2,8 +2,15 @@ package archtest
 
 import (
 	"bytes"
+	"go/parser"
+	"go/token"
+	"maps"
+	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,15 +36,15 @@ var arrows = []arrow{
 	{from: "api", forbidden: []string{"cache", "fs", "github.com/hanwen/go-fuse"}},
 	{from: "cache", forbidden: []string{"fs", "github.com/hanwen/go-fuse"}},
 	// os and golang.org/x/sys import syscall themselves: only cache's own
-	// imports are held to it.
-	{from: "cache", forbidden: []string{"syscall"}, direct: true},
+	// imports are held to it, and to x/sys/unix (syscall by another name).
+	{from: "cache", forbidden: []string{"syscall", "golang.org/x/sys/unix"}, direct: true},
 	{from: "fs", forbidden: []string{"net/http"}, direct: true},
 	{from: "fs", forbidden: []string{"fs/ctl"}, exact: true},
 }
 
 func TestDependencyArrows(t *testing.T) {
 	mod, root := module(t)
-	graph := importGraph(t, root)
+	graph := importGraph(t, root, mod)
 	full := func(p string) string {
 		if top, _, _ := strings.Cut(p, "/"); top == "cache" || top == "fs" || top == "api" {
 			return mod + "/" + p
@@ -69,7 +76,7 @@ func TestDependencyArrows(t *testing.T) {
 // module returns the module's path and its root folder.
 func module(t *testing.T) (path, dir string) {
 	t.Helper()
-	out := goTool(t, "", "list", "-m", "-f", "{{.Path}}\t{{.Dir}}")
+	out := goTool(t, "", "", "list", "-m", "-f", "{{.Path}}\t{{.Dir}}")
 	path, dir, ok := strings.Cut(strings.TrimSpace(out), "\t")
 	if !ok {
 		t.Fatalf("go list -m: %q", out)
@@ -77,17 +84,68 @@ func module(t *testing.T) (path, dir string) {
 	return path, dir
 }
 
+// platforms are the systems the module builds for (make darwin).
+var platforms = []string{"linux", "darwin"}
+
 // importGraph maps every package of the module and every package they
-// depend on to its imports (not its tests').
-func importGraph(t *testing.T, root string) map[string][]string {
+// depend on to its imports (not its tests'), on every platform of
+// platforms; a package of the module imports, besides, what any of its Go
+// files imports, whatever its build constraints (sourceImports), so that a
+// file for another system is held to the arrows too.
+func importGraph(t *testing.T, root, mod string) map[string][]string {
 	t.Helper()
-	out := goTool(t, root, "list", "-e", "-deps", "-f", "{{.ImportPath}}\t{{join .Imports \" \"}}", "./...")
+	sets := map[string]map[string]bool{}
+	add := func(pkg string, imports []string) {
+		if sets[pkg] == nil {
+			sets[pkg] = map[string]bool{}
+		}
+		for _, imp := range imports {
+			sets[pkg][imp] = true
+		}
+	}
+	for _, goos := range platforms {
+		out := goTool(t, root, "GOOS="+goos, "list", "-e", "-deps", "-f", "{{.ImportPath}}\t{{join .Imports \" \"}}", "./...")
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			pkg, imports, _ := strings.Cut(line, "\t")
+			add(pkg, strings.Fields(imports))
+		}
+	}
+	for pkg, imports := range sourceImports(t, root, mod) {
+		add(pkg, imports)
+	}
 	graph := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		pkg, imports, _ := strings.Cut(line, "\t")
-		graph[pkg] = strings.Fields(imports)
+	for pkg, set := range sets {
+		graph[pkg] = slices.Sorted(maps.Keys(set))
 	}
 	return graph
+}
+
+// sourceImports maps each package of the module to what its Go files
+// (tests aside) import, every file read whatever its build constraints.
+func sourceImports(t *testing.T, root, mod string) map[string][]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	out := map[string][]string{}
+	for _, rel := range goFiles(t, root) {
+		f, err := parser.ParseFile(fset, filepath.Join(root, filepath.FromSlash(rel)), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Errorf("parsing %s: %v", rel, err)
+			continue
+		}
+		pkg := mod
+		if dir := path.Dir(rel); dir != "." {
+			pkg = mod + "/" + dir
+		}
+		for _, imp := range f.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				t.Errorf("%s: import %s: %v", rel, imp.Path.Value, err)
+				continue
+			}
+			out[pkg] = append(out[pkg], p)
+		}
+	}
+	return out
 }
 
 // reach returns the first chain of imports from pkg to a package within one
@@ -124,11 +182,15 @@ func within(pkg, p string) bool {
 	return pkg == p || strings.HasPrefix(pkg, p+"/")
 }
 
-// goTool runs the go command in dir and returns its standard output.
-func goTool(t *testing.T, dir string, args ...string) string {
+// goTool runs the go command in dir, with env (NAME=value) added to the
+// environment unless empty, and returns its standard output.
+func goTool(t *testing.T, dir, env string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
+	if env != "" {
+		cmd.Env = append(os.Environ(), env)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/orgfs/orgfs/cache"
 )
 
 // renameat2 calls renameat2(2) with flags (RENAME_NOREPLACE 1,
@@ -204,5 +206,40 @@ func TestAccessTimeAndFolderLinks(t *testing.T) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(d, &st); err != nil || st.Nlink != 4 {
 		t.Errorf("a folder with 2 subfolders: nlink %d (%v), want 4", st.Nlink, err)
+	}
+}
+
+// What close and fsync promise (docs/RELIABILITY.md, Guarantees): after
+// close the bytes are in the staging copy on local disk, nothing sent yet
+// (a long --write-back); after fsync returns 0 they are on the service.
+func TestCloseStagesFsyncUploads(t *testing.T) {
+	e := newEnv(t, envOptions{WriteBack: time.Hour})
+	data := []byte("acknowledged by close, then by fsync")
+	if err := os.WriteFile(e.Path("shared", "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := e.Store.Staging.Lookup(cache.Target{Area: cache.Area{Kind: cache.Shared}, Name: "f"})
+	if st == nil {
+		t.Fatal("after close the file is not staged")
+	}
+	got, err := os.ReadFile(st.File().Name())
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("the staging copy on disk holds %q (%v)", got, err)
+	}
+	if _, ok := e.serviceFile("f"); ok {
+		t.Fatal("sent before its write-back time")
+	}
+	f, err := os.OpenFile(e.Path("shared", "f"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() // before the unmount, also on a failure
+	f.WriteString("!")
+	if err := f.Sync(); err != nil {
+		t.Fatalf("fsync: %v", err)
+	}
+	// At once, no waiting: fsync returned, so the service has it.
+	if got := string(e.serviceBytes("f")); got != string(data)+"!" {
+		t.Errorf("after fsync the service holds %q", got)
 	}
 }

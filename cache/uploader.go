@@ -258,6 +258,7 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 		if !slices.Contains(st.deleteAfter, res.ID) {
 			st.deleteAfter = append(st.deleteAfter, res.ID)
 		}
+		s.mine.Add(res.ID, struct{}{}) // this mount's, though never shown (a folder renamed retires with it)
 		s.saveLocked(st, true)
 		s.countLocked(res)
 		s.endLocked(up)

@@ -29,19 +29,25 @@ type dirView struct {
 	files   []api.File
 	names   []string
 	byName  map[string]int
-	subdirs int // folders in it: a folder's link count is 2 more
+}
+
+// countDirs is how many of files are folders.
+func countDirs(files []api.File) int {
+	n := 0
+	for _, f := range files {
+		if f.IsDir() {
+			n++
+		}
+	}
+	return n
 }
 
 func newDirView(l *cache.Listing) *dirView {
 	items := make([]named, len(l.Files))
-	subdirs := 0
 	for i, f := range l.Files {
 		items[i] = named{f.Name, f.ID}
-		if f.IsDir() {
-			subdirs++
-		}
 	}
-	v := &dirView{listing: l, files: l.Files, names: uniqueNames(items), byName: make(map[string]int, len(items)), subdirs: subdirs}
+	v := &dirView{listing: l, files: l.Files, names: uniqueNames(items), byName: make(map[string]int, len(items))}
 	for i, name := range v.names {
 		v.byName[name] = i
 	}
@@ -138,11 +144,13 @@ func (n *dirNode) cachedHas(name string) bool {
 
 func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.mu.Lock()
-	mtime, v := n.mtime, n.view
+	mtime := n.mtime
 	n.mu.Unlock()
 	n.fsys.setDirAttr(&out.Attr, mtime)
-	if v != nil {
-		out.Attr.Nlink = 2 + uint32(v.subdirs) // as on a disk, where the listing is known
+	if l, ok := n.fsys.store.Dirs.Cached(n.dirKey()); ok {
+		// As on a disk, where the listing is known (the mount's own mkdir,
+		// rmdir and renames edit it at once).
+		out.Attr.Nlink = 2 + uint32(countDirs(l.Files))
 	}
 	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(n.dirKey()))
 	return 0

@@ -202,10 +202,25 @@ func TestAccessTimeAndFolderLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.ReadDir(d)
-	var st syscall.Stat_t
-	if err := syscall.Stat(d, &st); err != nil || st.Nlink != 4 {
-		t.Errorf("a folder with 2 subfolders: nlink %d (%v), want 4", st.Nlink, err)
+	nlink := func(p string) uint64 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Nlink
+	}
+	// Right after the mkdirs and a rename out, without a listing between
+	// (the kernel's attribute cache aside).
+	time.Sleep(1100 * time.Millisecond)
+	if n := nlink(d); n != 4 {
+		t.Errorf("a folder with 2 subfolders: nlink %d, want 4", n)
+	}
+	if err := os.Rename(e.Path("shared", "d", "b"), e.Path("shared", "b")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if n := nlink(d); n != 3 {
+		t.Errorf("after a subfolder moved out: nlink %d, want 3", n)
 	}
 }
 

@@ -223,6 +223,7 @@ func (s *Staging) send(up *upload) (*api.UploadResult, int64, error) {
 		ParentID: up.target.ParentID, Name: cmp.Or(up.copyName, up.target.Name), ContentType: contentType(up.target.Name),
 		Size: size, Overwrite: up.overwrite, Body: st.f, Parallel: s.parallel,
 		Progress: func(done, total int64) {
+			s.sent.mark()
 			s.mu.Lock()
 			st.done, st.total = done, total
 			s.mu.Unlock()

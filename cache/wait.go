@@ -50,6 +50,44 @@ func (s *Store) Bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeoutCause(ctx, s.ioTimeout, &TimeoutError{After: s.ioTimeout})
 }
 
+// Flush is Staging.Flush for a caller (fsync): it gives up with a
+// *TimeoutError once no upload of the mount sent a byte for the I/O timeout
+// since it began (an outage); the upload goes on and retries by itself. A
+// slow link, where bytes go on leaving, is waited for.
+func (s *Store) Flush(ctx context.Context, st *Staged) error {
+	if s.ioTimeout <= 0 {
+		return s.Staging.Flush(ctx, st)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(s.ioTimeout / 8)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				last := s.Staging.sent.time()
+				if start.After(last) {
+					last = start
+				}
+				if time.Since(last) >= s.ioTimeout {
+					cancel(&TimeoutError{After: s.ioTimeout})
+					return
+				}
+			}
+		}
+	}()
+	err := s.Staging.Flush(ctx, st)
+	var te *TimeoutError
+	if err != nil && errors.As(context.Cause(ctx), &te) {
+		return te
+	}
+	return err
+}
+
 // AsTimeout returns the *TimeoutError that err is, or that ended a wait
 // under ctx (from Bound) which failed with err (a deadline, a stall); nil
 // when neither holds. An answer of the service is not a timeout, even when

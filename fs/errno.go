@@ -24,7 +24,8 @@ import (
 // none came for --io-timeout (cache.Reader.Ready), so a slow link still
 // reads and an outage does not hang. Either answers EIO (errno), while what
 // it waited for goes on by its own rules (a listing or fetch other callers
-// share, the client's retries, uploads). fsync waits for its upload.
+// share, the client's retries, uploads). fsync waits while its upload
+// sends bytes, and gives up once none left for --io-timeout (Store.Flush).
 
 // bound returns the operation's ctx bounded by the I/O timeout.
 func (f *FS) bound(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -213,8 +213,8 @@ func (h *stagedHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	if st == nil {
 		return 0 // nothing written
 	}
-	if err := h.node.fsys.store.Staging.Flush(ctx, st); err != nil {
-		return Errno(h.node.fsys.log, "uploading "+h.node.Path(nil), err)
+	if err := h.node.fsys.store.Flush(ctx, st); err != nil {
+		return h.node.fsys.errno(ctx, "uploading "+h.node.Path(nil), err)
 	}
 	return 0
 }

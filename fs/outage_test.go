@@ -110,6 +110,18 @@ func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 		{"write of a new file", func() error {
 			return os.WriteFile(e.Path("shared", "during.txt"), []byte("written during the outage\n"), 0o644)
 		}, false, 0, 0},
+		// fsync waits while its upload sends bytes; none go in a black hole.
+		{"fsync", func() error {
+			f, err := os.Create(e.Path("shared", "fsynced.txt"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if _, err := f.WriteString("fsynced during the outage\n"); err != nil {
+				return err
+			}
+			return f.Sync()
+		}, true, 1, 1},
 	} {
 		hook.Reset()
 		start = time.Now()
@@ -162,6 +174,9 @@ func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 	e.settle()
 	if got := e.serviceBytes("during.txt"); string(got) != "written during the outage\n" {
 		t.Errorf("the file written during the outage is %q on the service", got)
+	}
+	if got := e.serviceBytes("fsynced.txt"); string(got) != "fsynced during the outage\n" {
+		t.Errorf("the file whose fsync gave up in the outage is %q on the service", got)
 	}
 	if names := listNamesEventually(t, e.Path("shared", "folder")); len(names) != 1 || names[0] != "inside.txt" {
 		t.Errorf("after the outage, folder lists %v", names)

@@ -37,10 +37,29 @@ mibps() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f", n / s / 1048576 }'; }
 ok() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "met" : "NOT met" }'; }
 waitfor() { for _ in $(seq 1 600); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
 # Each measurement starts with the disk quiet (earlier steps leave data to write back).
-timed() { sync; local t0 t1; t0=$(now); "$@" >/dev/null; t1=$(now); secs "$t0" "$t1"; }
+# timed prints how long the command took; a command that fails prints no
+# time and fails the caller (a failed read must not score as a fast one:
+# in $(...) set -e is off, so the status is passed on by hand).
+timed() {
+	sync
+	local t0 t1
+	t0=$(now)
+	if ! "$@" >/dev/null; then
+		echo "bench: FAILED: $*" >&2
+		return 1
+	fi
+	t1=$(now)
+	secs "$t0" "$t1"
+}
 # best of two or three, for noisy or short measurements
 best2() { printf '%s\n%s\n' "$1" "$2" | sort -n | head -1; }
-best3() { local a b c; a=$(timed "$@"); b=$(timed "$@"); c=$(timed "$@"); printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -n | head -1; }
+best3() {
+	local a b c
+	a=$(timed "$@") || return 1
+	b=$(timed "$@") || return 1
+	c=$(timed "$@") || return 1
+	printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -n | head -1
+}
 fstype() { df --output=fstype "$work" | tail -1; }
 
 # settle waits until the emulator is idle (its CPU time still for a second):

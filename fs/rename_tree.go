@@ -101,10 +101,12 @@ func (r *renaming) walkTree(ctx context.Context, p *treePlan, key cache.DirKey) 
 	return 0
 }
 
+// release lets the pending files go (once: later calls do nothing).
 func (p *treePlan) release() {
 	for _, st := range p.held {
 		st.CloseReader()
 	}
+	p.held = nil
 }
 
 // tree renames r.old, a folder with content, to the folder made for it.

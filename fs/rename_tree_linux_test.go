@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,6 +76,12 @@ func TestFolderRenameWithContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	subBefore := statAttrs(t, e.Path("shared", "proj", "sub", "deep")).Mtime
+	// A reader of the pending file holds it across the rename.
+	held, err := os.Open(e.Path("shared", "proj", "sub", "deep", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	if err := os.Rename(e.Path("shared", "proj"), e.Path("shared", "Budget 2027")); err != nil {
 		t.Fatalf("rename of a folder with content: %v", err)
 	}
@@ -94,6 +101,9 @@ func TestFolderRenameWithContent(t *testing.T) {
 	}
 	e.settle()
 	checkTree(t, e, "Budget 2027", want, true)
+	if got, err := io.ReadAll(held); err != nil || string(got) != string(want["sub/deep/c"]) {
+		t.Errorf("the descriptor held across the rename reads %q, %v", got, err)
+	}
 	testkit.WaitFor(t, 20*time.Second, "the old folder's deletion", func() bool {
 		_, ok := e.serviceFile("proj")
 		return !ok

@@ -123,8 +123,8 @@ func mmapChild(t *testing.T, mode, path, data string) {
 	}
 }
 
-// O_DIRECT is accepted: an aligned write and read through it, then the
-// content on the service.
+// O_DIRECT is accepted: an aligned write and read through it, the content
+// on the service, then an O_DIRECT read of the file uploaded.
 func TestODirectAccepted(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	p := e.Path("shared", "direct.bin")
@@ -153,6 +153,16 @@ func TestODirectAccepted(t *testing.T) {
 	e.settle()
 	if got := e.serviceBytes("direct.bin"); !bytes.Equal(got, want) {
 		t.Errorf("the service has %d bytes of direct.bin, not what O_DIRECT wrote", len(got))
+	}
+	// An existing file (on the service now) opened O_DIRECT, to read.
+	r, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECT, 0)
+	if err != nil {
+		t.Fatalf("open(O_DIRECT) of a service file: %v", err)
+	}
+	defer r.Close()
+	clear(buf)
+	if n, err := r.ReadAt(buf, 0); err != nil || n != size || !bytes.Equal(buf, want) {
+		t.Errorf("an O_DIRECT read of a service file: %d %v, equal %v", n, err, bytes.Equal(buf, want))
 	}
 }
 

@@ -10,9 +10,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/orgfs/orgfs/fs/fstest"
 )
 
 // Input over 1 MiB is EFBIG with the reason in result and no request sent
@@ -93,5 +97,31 @@ func TestCtlRenameIntoIsEROFS(t *testing.T) {
 	}
 	if b, err := os.ReadFile(src); err != nil || string(b) != "x" {
 		t.Errorf("shared/f after the refused renames: %q %v", b, err)
+	}
+}
+
+// A file another client adds shows after echo > .ctl/refresh, not before
+// (listings kept an hour): the refresh drops the file listings too.
+func TestCtlRefreshDropsFileListings(t *testing.T) {
+	e := ctlEnv(t, envOptions{DirTTL: time.Hour})
+	has := func() bool { return slices.Contains(fstest.ListNames(t, e.Path("shared")), "from-elsewhere.txt") }
+	if has() {
+		t.Fatal("from-elsewhere.txt is there before it was made")
+	}
+	root, err := e.Emu.RootID(e.Org, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Emu.CreateFile(e.Org, 0, root, "from-elsewhere.txt", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the kernel's own entry cache
+	if has() {
+		t.Fatal("a file made elsewhere shows within the listing cache time, without a refresh")
+	}
+	e.mustWrite("\n", "refresh")
+	time.Sleep(1100 * time.Millisecond)
+	if !has() {
+		t.Errorf("a file made elsewhere does not show after echo > .ctl/refresh")
 	}
 }

@@ -457,3 +457,80 @@ func TestInodeNumbersFollowTheServiceID(t *testing.T) {
 		t.Errorf("another writer's new version kept inode %d", first)
 	}
 }
+
+// statfs of an area with no entry yet (its quota cannot be learnt) shows a
+// free 4 TiB disk.
+func TestStatfsOfAnEmptyAreaIsALargeFreeDisk(t *testing.T) {
+	e := newEnv(t, envOptions{}) // the empty seed: shared/ and the computer's storage hold nothing
+	for _, p := range []string{e.Path("shared"), e.Path("computers", "Workstation")} {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if size := st.Blocks * uint64(st.Bsize); size != 4<<40 || st.Bavail != st.Blocks || st.Bfree != st.Blocks {
+			t.Errorf("statfs %s: %d blocks of %d (%d free, %d available), want a free 4 TiB", p, st.Blocks, st.Bsize, st.Bfree, st.Bavail)
+		}
+	}
+}
+
+// Two descriptors of one file writing the same bytes: the later write(2)
+// wins, as on a local file, here and on the service.
+func TestOverlappingWritesLaterWins(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.Path("shared", "both")
+	if err := os.WriteFile(p, []byte("0000000000"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.settle() // a service file: the two writers share one staging copy
+	a, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, w := range []struct {
+		f    *os.File
+		data string
+		off  int64
+	}{{a, "aaaaaa", 2}, {b, "bbbb", 0}, {a, "AA", 3}} {
+		if _, err := w.f.WriteAt([]byte(w.data), w.off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	b.Close()
+	const want = "bbbAAaaa00"
+	if got := readFile(t, p); got != want {
+		t.Errorf("after overlapping writes reads %q, want %q", got, want)
+	}
+	e.settle()
+	if got := string(e.serviceBytes("both")); got != want {
+		t.Errorf("on the service %q, want %q", got, want)
+	}
+}
+
+// A rename of a file another writer replaced since this mount listed it:
+// the content seen here goes up under the new name, and the other writer's
+// version stays under the old name (the delete is by id).
+func TestRenameOfAFileReplacedElsewhere(t *testing.T) {
+	e := newEnv(t, envOptions{}) // listings kept a minute
+	e.put(0, e.root(0), "f", []byte("seen here"))
+	if got := readFile(t, e.Path("shared", "f")); got != "seen here" {
+		t.Fatalf("f reads %q", got)
+	}
+	e.apiReplace("f", "theirs") // a new id; the listing here still has the old
+	if err := os.Rename(e.Path("shared", "f"), e.Path("shared", "g")); err != nil {
+		t.Fatalf("rename: %v", err)
+	}
+	e.settle()
+	if got := string(e.serviceBytes("g")); got != "seen here" {
+		t.Errorf("g on the service: %q, want the content seen here", got)
+	}
+	if got := string(e.serviceBytes("f")); got != "theirs" {
+		t.Errorf("f on the service: %q, want the other writer's version", got)
+	}
+}

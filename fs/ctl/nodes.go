@@ -357,8 +357,9 @@ type fileHandle struct {
 	f    *fileNode
 	data []byte // the content read at open (nil when opened write-only)
 
-	mu  sync.Mutex
-	buf []byte // guarded by mu; input not acted on yet
+	mu     sync.Mutex
+	buf    []byte // guarded by mu; input not acted on yet
+	tooBig bool   // guarded by mu; the input passed maxInput: the rest is refused too
 }
 
 var (
@@ -383,9 +384,15 @@ func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 func (h *fileHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.tooBig {
+		// The kernel cut one write(2) into requests and answered the one
+		// refused with a short count; the program writes the rest, which
+		// is refused as the input it belongs to (never taken as new input).
+		return 0, syscall.EFBIG
+	}
 	h.buf = append(h.buf, data...)
 	if len(h.buf) > maxInput {
-		h.buf = nil
+		h.buf, h.tooBig = nil, true
 		res, errno := h.f.t.outcome(h.f.act.name, refuse(syscall.EFBIG, "input larger than %d bytes", maxInput))
 		h.f.folder.record(res)
 		return 0, errno

@@ -7,7 +7,8 @@
 //	benchtool -credentials FILE urlid ID        presigned URL of the file ID: one API request, as a script that knows the id
 //	benchtool -credentials FILE loop DIR OUT    download every file of shared/DIR one by one into OUT
 //	benchtool -credentials FILE stats           the emulator's counters: api=N objects=M
-//	benchtool -credentials FILE create DIR NAME SIZE CHUNK_MB   start an upload: prints the file id, then one part URL a line
+//	benchtool -credentials FILE create DIR NAME SIZE CHUNK_MB   start an upload: prints "ID CHUNK_MB" (the part size the service
+//	                                                            answered, which may be larger than asked), then one part URL a line
 //	benchtool -credentials FILE complete ID ETAG...             complete an upload with its parts' ETags
 //	benchtool -credentials FILE uploadloop SRC DIR              upload the tree of local SRC into shared/DIR: its folders
 //	                                                            first (a level at a time), then its files, one after another
@@ -150,7 +151,7 @@ func run(credPath string, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Println(res.ID)
+		fmt.Println(res.ID, res.ChunkSize)
 		for _, u := range res.UploadURLs {
 			fmt.Println(u.URL)
 		}

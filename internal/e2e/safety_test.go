@@ -239,3 +239,39 @@ func TestClosedLogPipeDoesNotKillTheMount(t *testing.T) {
 		t.Fatal("the daemon did not end")
 	}
 }
+
+// --drain-timeout: a service that does not answer at unmount leaves the file
+// staged, exit 3 once the timeout ran out (not after the outage), and the
+// next mount sends it.
+func TestDrainTimeoutLeavesFilesStaged(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", cacheDir, "--write-back", "1h",
+		"--drain-timeout", "1s", "--io-timeout", "1s")
+	data := []byte("written before the outage, sent after it\n")
+	if err := os.WriteFile(filepath.Join(dir, "shared", "late.txt"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv.Emulator.SetOutage(emulator.OutageBlackHole)
+	t.Cleanup(func() { srv.Emulator.SetOutage(emulator.OutageNone) })
+	start := time.Now()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(); code != cli.ExitUploadsLeft {
+		t.Fatalf("exit status %d when --drain-timeout ran out, want %d:\n%s", code, cli.ExitUploadsLeft, d.out)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the daemon took %v to end with --drain-timeout 1s", took)
+	}
+	if out := d.out.String(); !strings.Contains(out, "1 files not uploaded") || !strings.Contains(out, cacheDir) {
+		t.Fatalf("the last words do not say what is left and where:\n%s", out)
+	}
+	srv.Emulator.SetOutage(emulator.OutageNone)
+	d = startDaemon(t, dir, "--credentials", creds, "--cache-dir", cacheDir, "--write-back", "10ms")
+	client := testkit.Client(t, srv, emulator.OrgA, api.Options{})
+	testkit.WaitFor(t, 15*time.Second, "the file at the next mount", func() bool { return uploaded(client, "late.txt", len(data)) })
+	d.cmd.Process.Signal(os.Interrupt)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("exit %d after everything was sent:\n%s", code, d.out)
+	}
+}

@@ -1,13 +1,11 @@
 package archtest
 
 import (
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -60,38 +58,17 @@ func TestDocsCiteTestsThatExist(t *testing.T) {
 func testFuncs(t *testing.T, root string) map[string]map[string]bool {
 	t.Helper()
 	names := map[string]map[string]bool{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	for _, rel := range moduleFiles(t, root, true) {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		for _, m := range testFunc.FindAllStringSubmatch(string(b), -1) {
 			if names[m[1]] == nil {
 				names[m[1]] = map[string]bool{}
 			}
-			names[m[1]][filepath.ToSlash(rel)] = true
+			names[m[1]][rel] = true
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return names
 }

@@ -69,7 +69,12 @@ func TestFunctionSizes(t *testing.T) {
 
 // goFiles returns the module's Go files, tests aside, by their slash paths
 // from root; testdata, vendor and hidden folders are passed over.
-func goFiles(t *testing.T, root string) []string {
+func goFiles(t *testing.T, root string) []string { return moduleFiles(t, root, false) }
+
+// moduleFiles returns the module's Go files by their slash paths from root:
+// its tests (_test.go) when tests is set, else the others; testdata, vendor
+// and hidden folders are passed over.
+func moduleFiles(t *testing.T, root string, tests bool) []string {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -83,7 +88,7 @@ func goFiles(t *testing.T, root string) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+		if strings.HasSuffix(name, ".go") && strings.HasSuffix(name, "_test.go") == tests {
 			rel, err := filepath.Rel(root, p)
 			if err != nil {
 				return err

@@ -60,6 +60,19 @@ type Listing struct {
 	// and use.
 	Current *api.File
 	Fetched time.Time
+	Folders int // how many of Files are folders (a folder's link count is 2 more)
+}
+
+// newListing makes a listing, its folders counted once (a folder's getattr
+// reads the count).
+func newListing(files []api.File, current *api.File, fetched time.Time) *Listing {
+	l := &Listing{Files: files, Current: current, Fetched: fetched}
+	for _, f := range files {
+		if f.IsDir() {
+			l.Folders++
+		}
+	}
+	return l
 }
 
 // DirStats are the listing cache's counters.
@@ -169,7 +182,7 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 		}
 		d.stats.listings.Add(1)
 		d.mu.Lock()
-		l := &Listing{Files: d.visibleLocked(files), Current: current, Fetched: fetched}
+		l := newListing(d.visibleLocked(files), current, fetched)
 		if d.gen == gen {
 			d.dirs[key] = l
 			d.pruneLocked()
@@ -371,7 +384,7 @@ func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 	if !ok {
 		return
 	}
-	d.dirs[key] = &Listing{Files: d.visibleLocked(f(l.Files)), Current: l.Current, Fetched: l.Fetched}
+	d.dirs[key] = newListing(d.visibleLocked(f(l.Files)), l.Current, l.Fetched)
 }
 
 // Cached returns a folder's cached listing, fresh or not, without a request.
@@ -387,7 +400,7 @@ func (d *Dirs) Cached(key DirKey) (*Listing, bool) {
 func (d *Dirs) Seed(key DirKey, files []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.dirs[key] = &Listing{Files: files, Fetched: d.now()}
+	d.dirs[key] = newListing(files, nil, d.now())
 }
 
 // Hide takes a file out of its folder's listing, cached now or fetched from

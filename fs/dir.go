@@ -31,17 +31,6 @@ type dirView struct {
 	byName  map[string]int
 }
 
-// countDirs is how many of files are folders.
-func countDirs(files []api.File) int {
-	n := 0
-	for _, f := range files {
-		if f.IsDir() {
-			n++
-		}
-	}
-	return n
-}
-
 func newDirView(l *cache.Listing) *dirView {
 	items := make([]named, len(l.Files))
 	for i, f := range l.Files {
@@ -150,7 +139,7 @@ func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 	if l, ok := n.fsys.store.Dirs.Cached(n.dirKey()); ok {
 		// As on a disk, where the listing is known (the mount's own mkdir,
 		// rmdir and renames edit it at once).
-		out.Attr.Nlink = 2 + uint32(countDirs(l.Files))
+		out.Attr.Nlink = 2 + uint32(l.Folders)
 	}
 	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(n.dirKey()))
 	return 0

@@ -60,20 +60,16 @@ func (s *Store) Flush(ctx context.Context, st *Staged) error {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	start := time.Now()
+	// The rule of a wait for content, on the bytes uploads send.
+	w := &contentWait{timeout: s.ioTimeout, start: time.Now(), last: &s.Staging.sent}
 	go func() {
-		t := time.NewTicker(s.ioTimeout / 8)
-		defer t.Stop()
+		defer w.stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
-				last := s.Staging.sent.time()
-				if start.After(last) {
-					last = start
-				}
-				if time.Since(last) >= s.ioTimeout {
+			case <-w.fired():
+				if w.expired() {
 					cancel(&TimeoutError{After: s.ioTimeout})
 					return
 				}

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
 )
@@ -316,8 +318,6 @@ func TestRenameBetweenAreas(t *testing.T) {
 	}
 }
 
-const sysSyncfs = 306 // syncfs(2) on amd64; the syscall package lacks the name
-
 // sync(1) and syncfs flush the local staging only: a file written and
 // closed under a long --write-back is not on the service after syncfs.
 func TestSyncfsUploadsNothing(t *testing.T) {
@@ -331,8 +331,8 @@ func TestSyncfsUploadsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if _, _, errno := syscall.Syscall(sysSyncfs, d.Fd(), 0, 0); errno != 0 {
-		t.Fatalf("syncfs: %v", errno)
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		t.Fatalf("syncfs: %v", err)
 	}
 	syscall.Sync()
 	time.Sleep(300 * time.Millisecond) // an upload started would be under way

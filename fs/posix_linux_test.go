@@ -10,28 +10,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/orgfs/orgfs/cache"
 )
 
-// renameat2 calls renameat2(2) with flags (RENAME_NOREPLACE 1,
-// RENAME_EXCHANGE 2, RENAME_WHITEOUT 4).
-func renameat2(from, to string, flags uintptr) error {
-	f, err := syscall.BytePtrFromString(from)
-	if err != nil {
-		return err
-	}
-	t, err := syscall.BytePtrFromString(to)
-	if err != nil {
-		return err
-	}
-	const atFDCWD = ^uintptr(99) // AT_FDCWD, -100
-	_, _, e := syscall.Syscall6(316, atFDCWD, uintptr(unsafe.Pointer(f)), atFDCWD, uintptr(unsafe.Pointer(t)), flags, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
+// renameat2 calls renameat2(2) with flags (unix.RENAME_NOREPLACE,
+// RENAME_EXCHANGE, RENAME_WHITEOUT).
+func renameat2(from, to string, flags uint) error {
+	return unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, flags)
 }
 
 func expectErrno(t *testing.T, what string, err error, want syscall.Errno) {

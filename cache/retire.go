@@ -160,7 +160,7 @@ func (r *retirer) step(ctx context.Context, it Retiring) bool {
 	if other != "" {
 		r.log.WithField("path", it.Path).WithField("file", other).Warn("cache: a folder renamed here got a file from another writer meanwhile; the old folder stays on the service with it")
 		s.Dirs.Unhide(it.Folder)
-		s.Dirs.Drop(it.Parent)
+		s.Dirs.DropAll() // its folder and subfolders were listed before the other writer's file came (rare: listed anew)
 		return true
 	}
 	if err := s.Client.DeleteFile(ctx, it.Folder); err != nil && !api.IsNotFound(err) {

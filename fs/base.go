@@ -104,6 +104,11 @@ func (f *FS) inoOf(id int64) uint64 {
 }
 func machineIno(id int64) uint64 { return 1<<41 + uint64(id) }
 
+// movedIno is the number of folder id once its own number went with it to
+// its new id in a rename with content (rename_tree.go): should the old
+// folder show again (another writer's file kept it), it is another inode.
+func movedIno(id int64) uint64 { return 1<<42 + uint64(id) }
+
 // stagedIno is the inode number of a file not yet on the service: the one
 // its node had, when the staged copy is the next version of a file the
 // kernel knows (an edit, a rename), else one of its own, unique for the

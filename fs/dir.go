@@ -200,7 +200,7 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gof
 	}
 	if f.IsDir() {
 		return n.NewInode(ctx, n.fsys.newDirNode(cache.DirKey{Area: n.dirKey().Area, ID: f.ID}, f.LastModified),
-			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: fileIno(f.ID)})
+			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: n.fsys.inoOf(f.ID)})
 	}
 	return n.NewInode(ctx, n.fsys.newFileNode(n.dirKey(), f, nil),
 		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: n.fsys.inoOf(f.ID)})

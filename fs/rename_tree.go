@@ -254,6 +254,7 @@ func (r *renaming) retargetTree(newKeys map[int64]cache.DirKey, copies map[*tree
 		dn.view = nil
 		dn.mu.Unlock()
 		dn.fsys.inos.Add(nk.ID, dn.StableAttr().Ino)
+		dn.fsys.inos.Add(old.ID, movedIno(old.ID))
 	}
 	walk(dn)
 }

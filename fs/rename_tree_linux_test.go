@@ -177,3 +177,44 @@ func TestFolderRenameTooLargeIsEXDEV(t *testing.T) {
 		t.Fatalf("the refused rename made %v", err)
 	}
 }
+
+// Another writer's file put in the old folder while the renamed files are
+// still on their way is not deleted with it: the old folder stays on the
+// service with that file, and shows again.
+func TestFolderRenameKeepsAnotherWritersFile(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	want := folderTree(t, e, "proj")
+	old, ok := e.serviceFile("proj")
+	if !ok {
+		t.Fatal("proj is not on the service")
+	}
+	release := make(chan struct{})
+	e.setHook(func(r *http.Request, answered bool) {
+		if r.Method == http.MethodPut && !answered {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	})
+	if err := os.Rename(e.Path("shared", "proj"), e.Path("shared", "moved")); err != nil {
+		t.Fatal(err)
+	}
+	e.put(0, old.ID, "theirs.txt", []byte("another desk's")) // before the copies are up
+	close(release)
+	e.settle()
+	checkTree(t, e, "moved", want, true)
+	var last error
+	defer func() {
+		if t.Failed() {
+			t.Logf("the last stat of proj/theirs.txt: %v", last)
+		}
+	}()
+	testkit.WaitFor(t, 20*time.Second, "the old folder shown again", func() bool {
+		_, last = os.Stat(e.Path("shared", "proj", "theirs.txt"))
+		return last == nil
+	})
+	if got := string(e.serviceBytes("proj/theirs.txt")); got != "another desk's" {
+		t.Fatalf("the other writer's file holds %q on the service", got)
+	}
+}

@@ -5,7 +5,7 @@ DEMODIR ?= .demo
 MNT     ?= mnt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build test fmt-check vet darwin lint unit soak bench demo emulator clean install uninstall
+.PHONY: build test fmt-check vet darwin lint unit soak bench bench-bin demo emulator clean install uninstall
 
 # Where make install puts things (DESTDIR for packaging).
 PREFIX  ?= /usr/local
@@ -50,13 +50,27 @@ soak:
 # fusermount3, and fio and jq), then their tables and chart into README.md and
 # docs/bench.svg. Not part of make test; BENCH_SIZE and the other variables of
 # scripts/bench-lib.sh pass through.
+# With BENCH_BIN=DIR the scripts take the prebuilt binaries of DIR (orgfs,
+# benchtool, rangefetch, benchreport; `make bench-bin` makes them) and need no
+# Go: copy DIR and the checkout to a benchmark machine and run
+# `make bench BENCH_BIN=bench-bin` there.
 BENCH_RESULTS ?= /tmp/orgfs-bench-results
+BENCH_REPORT = $(if $(BENCH_BIN),$(BENCH_BIN)/benchreport,$(GO) run ./scripts/benchreport)
 bench:
 	rm -rf '$(BENCH_RESULTS)'
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-read
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-write
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-fio
-	$(GO) run ./scripts/benchreport -results '$(BENCH_RESULTS)' -readme README.md -svg docs/bench.svg
+	$(BENCH_REPORT) -results '$(BENCH_RESULTS)' -readme README.md -svg docs/bench.svg
+
+# The benchmarks' binaries, for BENCH_BIN (static: they run on a machine
+# without Go or the same C library).
+bench-bin:
+	mkdir -p bench-bin
+	CGO_ENABLED=0 $(GO) build -ldflags "-X github.com/orgfs/orgfs/internal/cli.version=$(VERSION)" -o bench-bin/orgfs .
+	CGO_ENABLED=0 $(GO) build -o bench-bin/benchtool ./scripts/benchtool
+	CGO_ENABLED=0 $(GO) build -o bench-bin/rangefetch ./scripts/rangefetch
+	CGO_ENABLED=0 $(GO) build -o bench-bin/benchreport ./scripts/benchreport
 
 # The emulator with demo data, mounted at ./mnt in the foreground; Ctrl-C unmounts.
 demo: build
@@ -68,7 +82,7 @@ emulator: build
 	./$(BIN) emulator --seed demo --listen 127.0.0.1:8080 --credentials-dir $(DEMODIR)
 
 clean:
-	rm -rf $(BIN) $(DEMODIR)
+	rm -rf $(BIN) $(DEMODIR) bench-bin
 
 # The binary, the mount helper links (mount -t fuse.orgfs, /etc/fstab) and the
 # systemd unit template (systemctl enable --now orgfs@mnt-org).

@@ -32,9 +32,23 @@ trap cleanup EXIT
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "inf"; else printf "%.2f", a / b }'; }
-mibps() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f", n / s / 1048576 }'; }
-ok() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t) ? "met" : "NOT met" }'; }
+# num succeeds when its argument is a finite number ("", "inf" and "3s" are not).
+num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+# ratio A B prints A / B; a missing, zero or unparsable figure on either side
+# fails the benchmark (a ratio of "inf" would read as a target met).
+ratio() {
+	if ! num "$1" || ! num "$2" || awk -v b="$2" 'BEGIN { exit !(b == 0) }'; then
+		echo "bench: FAILED: ratio of '$1' to '$2': both must be numbers, the second above 0" >&2
+		return 1
+	fi
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
+}
+mibps() { ratio "$1" "$(awk -v s="$2" 'BEGIN { printf "%.6f", s * 1048576 }')" >/dev/null && awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f", n / s / 1048576 }'; }
+# ok VALUE TARGET: "met" when VALUE >= TARGET, compared as numbers.
+ok() {
+	num "$1" && num "$2" || { echo "bench: FAILED: '$1' against '$2': not numbers" >&2; return 1; }
+	awk -v v="$1" -v t="$2" 'BEGIN { print (v + 0 >= t + 0) ? "met" : "NOT met" }'
+}
 waitfor() { for _ in $(seq 1 600); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
 # Each measurement starts with the disk quiet (earlier steps leave data to write back).
 # timed prints how long the command took; a command that fails prints no
@@ -75,13 +89,29 @@ settle() {
 	done
 }
 
-# start_all builds the tools, starts the emulator (seed bench, network play)
-# and mounts it at $work/mnt; extra arguments go to orgfs mount.
-start_all() {
+# build_tools puts orgfs, benchtool and rangefetch in the work dir: built
+# from this checkout, or, with BENCH_BIN=DIR, copied from DIR (prebuilt, for
+# a machine without Go: `make bench-bin` builds them into bench-bin/).
+build_tools() {
+	local t
+	if [ -n "${BENCH_BIN:-}" ]; then
+		for t in orgfs benchtool rangefetch; do
+			[ -x "$BENCH_BIN/$t" ] || { echo "bench: FAILED: BENCH_BIN=$BENCH_BIN holds no executable $t (make bench-bin builds them)" >&2; exit 1; }
+			cp "$BENCH_BIN/$t" "$work/$t"
+		done
+		echo "using the binaries of $BENCH_BIN ($("$work/orgfs" --version 2>/dev/null | head -1))" >&2
+		return
+	fi
 	echo "building..." >&2
 	go build -o "$work/orgfs" .
 	go build -o "$work/benchtool" ./scripts/benchtool
 	go build -o "$work/rangefetch" ./scripts/rangefetch
+}
+
+# start_all builds the tools, starts the emulator (seed bench, network play)
+# and mounts it at $work/mnt; extra arguments go to orgfs mount.
+start_all() {
+	build_tools
 	echo "starting the emulator..." >&2
 	"$work/orgfs" emulator --listen 127.0.0.1:0 --seed bench --bench-file-size "${BENCH_SEED_SIZE:-$SIZE}" \
 		--latency "$LAT" --object-latency "$OLAT" --stream-rate "$RATE" --step-delay 300ms \
@@ -129,6 +159,9 @@ save_results() {
 
 # ok_below VALUE TARGET: "met" when VALUE <= TARGET (figures where lower is
 # better; ok is for higher).
-ok_below() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t) ? "met" : "NOT met" }'; }
+ok_below() {
+	num "$1" && num "$2" || { echo "bench: FAILED: '$1' against '$2': not numbers" >&2; return 1; }
+	awk -v v="$1" -v t="$2" 'BEGIN { print (v + 0 <= t + 0) ? "met" : "NOT met" }'
+}
 # avail_bytes: free bytes on the file system of the work dir.
 avail_bytes() { df --output=avail -B1 "$work" | tail -1; }

@@ -35,28 +35,15 @@ type FileList struct {
 	count   int64 // guarded by mu
 }
 
-// All iterates over the folder's entries, all pages. Each call lists anew.
+// All iterates over the folder's entries, all pages, one page at a time.
+// Each call lists anew.
 func (l *FileList) All() iter.Seq2[File, error] {
 	fetch := func(ctx context.Context, page int64) ([]File, *lenientInt, error) {
-		var p struct {
-			Files    []File      `json:"files"`
-			Current  *File       `json:"current"`
-			Count    lenientInt  `json:"count"`
-			NextPage *lenientInt `json:"next_page"`
-		}
-		_, err := l.c.do(ctx, call{op: l.op, method: "GET", path: l.path, query: l.c.pageQuery(l.query, page), out: &p})
-		if err == nil && page == 1 {
-			l.mu.Lock()
-			l.current, l.count = p.Current, int64(p.Count)
-			l.mu.Unlock()
-		}
+		p, err := l.page(ctx, page)
 		return p.Files, p.NextPage, err
 	}
 	return paginate(l.ctx, "GET "+l.path, fetch, func(f *File) int64 { return f.ID })
 }
-
-// Collect returns all the folder's entries.
-func (l *FileList) Collect() ([]File, error) { return Collect(l.All()) }
 
 // Current returns the folder's own record from the first page (nil at a
 // root, and before an iteration fetched the first page).

@@ -114,6 +114,7 @@ start_all() {
 	build_tools
 	echo "starting the emulator..." >&2
 	"$work/orgfs" emulator --listen 127.0.0.1:0 --seed bench --bench-file-size "${BENCH_SEED_SIZE:-$SIZE}" \
+		--bench-huge "${BENCH_HUGE:-0}" --bench-tree "${BENCH_TREE:-0}" \
 		--latency "$LAT" --object-latency "$OLAT" --stream-rate "$RATE" --step-delay 300ms \
 		--data-dir "$work/emu" --credentials-dir "$work/creds" >"$work/emulator.log" 2>&1 &
 	emu_pid=$!

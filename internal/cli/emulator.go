@@ -34,6 +34,8 @@ type emulatorOptions struct {
 	FaultRate      float64
 	FaultSeed      int64
 	BenchFileSize  units.Size
+	BenchHuge      int
+	BenchTree      int
 	Log            logging.Options
 }
 
@@ -69,16 +71,18 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	// Without --data-dir the emulator makes a temporary directory of its
 	// own, removed (with the credentials written into it) when it closes.
 	srv, err := emulator.Listen(emulator.Options{
-		DataDir:       o.DataDir,
-		Seed:          o.Seed,
-		StepDelay:     o.StepDelay,
-		Latency:       o.Latency,
-		ObjectLatency: o.ObjectLatency,
-		StreamRate:    int64(o.StreamRate),
-		FaultRate:     o.FaultRate,
-		FaultSeed:     o.FaultSeed,
-		BenchFileSize: int64(o.BenchFileSize),
-		Log:           log,
+		DataDir:        o.DataDir,
+		Seed:           o.Seed,
+		StepDelay:      o.StepDelay,
+		Latency:        o.Latency,
+		ObjectLatency:  o.ObjectLatency,
+		StreamRate:     int64(o.StreamRate),
+		FaultRate:      o.FaultRate,
+		FaultSeed:      o.FaultSeed,
+		BenchFileSize:  int64(o.BenchFileSize),
+		BenchHugeFiles: o.BenchHuge,
+		BenchTreeFiles: o.BenchTree,
+		Log:            log,
 	}, o.Listen, o.ObjectsListen)
 	if err != nil {
 		return err
@@ -111,6 +115,8 @@ func (o *emulatorOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "keep the organizations' state (DIR/state.json) and file contents (DIR/objects) here across restarts (default: a temporary directory, removed at exit)")
 	fs.StringVar(&o.Seed, "seed", o.Seed, "initial content: demo (a populated organization), empty, or bench (empty plus the benchmarks' data in org-a's shared/bench); not applied when --data-dir holds a saved state")
 	fs.Var(&o.BenchFileSize, "bench-file-size", "size of bench/big.bin with --seed bench (default 1G)")
+	fs.IntVar(&o.BenchHuge, "bench-huge", 0, "with --seed bench, a folder bench/huge of this many entries (the scale benchmark)")
+	fs.IntVar(&o.BenchTree, "bench-tree", 0, "with --seed bench, a tree bench/tree of this many files, 100 a folder (the scale benchmark)")
 	fs.StringVar(&o.CredentialsDir, "credentials-dir", o.CredentialsDir, "write one credentials file per organization here: org-a.json, org-b.json (default: DATA-DIR/credentials)")
 	fs.Var((*units.Duration)(&o.StepDelay), "step-delay", "time each step of an asynchronous job takes (image builds, computer power, download bundles)")
 	fs.Var((*units.Duration)(&o.Latency), "latency", "delay added to every API request")

@@ -109,6 +109,9 @@ type Options struct {
 	Now           func() time.Time // clock; default time.Now (tests inject a fake one)
 	Log           logrus.FieldLogger
 	BenchFileSize int64 // size of bench/big.bin in the bench seed; default 1 GiB
+	// The bench seed's scale folders: bench/huge's entries and bench/tree's
+	// files (0: none).
+	BenchHugeFiles, BenchTreeFiles int
 }
 
 // Emulator is the state of the emulated service. Its API handler is Handler();

@@ -10,8 +10,15 @@ import (
 // default 1 GiB), bench/small/ (1,000 files of 8 KiB), bench/wide/ (10,000
 // files of 100 bytes) and bench/par/ (r00.bin to r15.bin, a quarter of
 // BenchFileSize each: 16 files for 16 readers at once, 4 GiB in all by
-// default). The contents are written server-side, fast.
+// default). The contents are written server-side, fast. For the scale
+// benchmarks, bench/huge/ holds Options.BenchHugeFiles files of 10 bytes,
+// and bench/tree/ Options.BenchTreeFiles files of 10 bytes,
+// BenchTreePerFolder a folder, in folders of 50 folders (g000/d0000/...).
 const SeedBench = "bench"
+
+// BenchTreePerFolder is how many files each folder of bench/tree holds
+// (Options.BenchTreeFiles).
+const BenchTreePerFolder = 100
 
 // BenchParFiles is how many files bench/par holds in the bench seed.
 const BenchParFiles = 16
@@ -65,6 +72,43 @@ func (e *Emulator) seedBench() error {
 	for i := 0; i < BenchParFiles; i++ {
 		if _, err := sd.file(sh, par, fmt.Sprintf("r%02d.bin", i), size/4, a.admin); err != nil {
 			return err
+		}
+	}
+	// The scale rows' folders, when asked for: one folder of many entries,
+	// and a tree of many folders.
+	if n := e.opts.BenchHugeFiles; n > 0 {
+		id, err := sd.dir(sh, bench, "huge")
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			if _, err := sd.file(sh, id, fmt.Sprintf("file-%06d.dat", i), 10, a.admin); err != nil {
+				return err
+			}
+		}
+	}
+	if n := e.opts.BenchTreeFiles; n > 0 {
+		top, err := sd.dir(sh, bench, "tree")
+		if err != nil {
+			return err
+		}
+		folders := max(1, n/BenchTreePerFolder)
+		var group int64
+		for d := 0; d < folders; d++ {
+			if d%50 == 0 { // a folder of folders per 50 folders
+				if group, err = sd.dir(sh, top, fmt.Sprintf("g%03d", d/50)); err != nil {
+					return err
+				}
+			}
+			id, err := sd.dir(sh, group, fmt.Sprintf("d%04d", d))
+			if err != nil {
+				return err
+			}
+			for i := 0; i < n/folders; i++ {
+				if _, err := sd.file(sh, id, fmt.Sprintf("f%03d.dat", i), 10, a.admin); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if err := sd.flush(); err != nil {

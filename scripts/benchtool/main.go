@@ -13,6 +13,8 @@
 //	benchtool -credentials FILE uploadloop SRC DIR              upload the tree of local SRC into shared/DIR: its folders
 //	                                                            first (a level at a time), then its files, one after another
 //	benchtool -credentials FILE count DIR                       how many completed files shared/DIR holds
+//	benchtool -credentials FILE list DIR                        list shared/DIR, its pages 16 at once: prints the entries
+//	benchtool -credentials FILE tree DIR                        list the tree of shared/DIR, 16 folders at once: prints the files
 //	benchtool -credentials FILE verify SRC DIR [EVERY]          shared/DIR holds the tree of local SRC: the same folders,
 //	                                                            files and sizes, and the same bytes in every EVERYth file
 //	                                                            (default 10; 1: all); exit 1 with the differences
@@ -183,6 +185,25 @@ func run(credPath string, args []string) error {
 			}
 		}
 		fmt.Println(n)
+	case args[0] == "list" && len(args) == 2:
+		// A script that knows the service: the folder's pages, 16 at once
+		// once the first told how many (api's FileList.Collect).
+		dir, err := resolve(ctx, c, args[1])
+		if err != nil {
+			return err
+		}
+		files, err := c.SharedFiles(ctx, api.ListFilesRequest{ParentID: dir.ID}).Collect()
+		if err != nil {
+			return err
+		}
+		fmt.Println(len(files))
+	case args[0] == "tree" && len(args) == 2:
+		// Every folder of the tree, 16 folders at once (-j), a level at a time.
+		_, files, err := remoteTree(ctx, c, args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Println(len(files))
 	case args[0] == "stats" && len(args) == 1:
 		resp, err := http.Get(strings.TrimRight(creds.Endpoint, "/") + emulator.StatsPath)
 		if err != nil {

@@ -227,7 +227,7 @@ type methodRow struct {
 }
 
 // Methods of *api.Client that do not talk to the service.
-var nonServiceMethods = map[string]bool{"Stats": true, "PerPage": true, "String": true, "GoString": true, "Format": true}
+var nonServiceMethods = map[string]bool{"Stats": true, "PerPage": true, "String": true, "GoString": true, "Format": true, "ClockSkew": true}
 
 func TestEveryMethodAgainstEmulator(t *testing.T) {
 	rows := methodRows()
@@ -1115,15 +1115,6 @@ func errorRows() []errorRow {
 			if err != nil && strings.Contains(fmt.Sprintf("%v %+v", err, err), creds.Secret) {
 				t.Errorf("error shows the wrong secret: %v", err)
 			}
-			return err
-		}},
-		{"401 clock outside the accepted window", 401, "IsUnauthorized", false, func(t *testing.T, v *contractEnv) error {
-			late := func() time.Time { return v.clock.Now().Add(-6 * time.Minute) }
-			c, err := api.New(v.creds[0], api.Options{Logger: testkit.Quiet(), Clock: late, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = c.Software(ctx)
 			return err
 		}},
 		// 403

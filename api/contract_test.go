@@ -828,6 +828,20 @@ func methodRows() []methodRow {
 				t.Fatalf("past the end: %v", err)
 			}
 		}},
+		{"ProbeRange", []string{objectGET}, func(t *testing.T, v *contractEnv, f *contractFlow) {
+			p, err := v.a.ProbeRange(ctx, f.upURL, 100, 50)
+			if err != nil || !p.Partial || p.Total != int64(len(f.upData)) || !bytes.Equal(p.Data, f.upData[100:150]) {
+				t.Fatalf("%+v %v", p, err)
+			}
+			// Across the end: the bytes there are.
+			p, err = v.a.ProbeRange(ctx, f.upURL, int64(len(f.upData))-10, 100)
+			if err != nil || !p.Partial || !bytes.Equal(p.Data, f.upData[len(f.upData)-10:]) {
+				t.Fatalf("across the end: %+v %v", p, err)
+			}
+			if _, err := v.a.ProbeRange(ctx, f.upURL, int64(len(f.upData)), 1); !errors.Is(err, api.ErrRangeNotSatisfiable) {
+				t.Fatalf("past the end: %v", err)
+			}
+		}},
 		{"ReadRangeAt", []string{objectGET}, func(t *testing.T, v *contractEnv, f *contractFlow) {
 			w := &memWriterAt{buf: make([]byte, len(f.upData))}
 			n, err := v.a.ReadRangeAt(ctx, f.upURL, w, 2000, 3000)

@@ -1,6 +1,7 @@
 // Package api is the typed client of the organization management service
 // (spec/organization-api.md): one method per endpoint, HMAC request signing
-// as an http.RoundTripper, typed errors carrying the service's client_code,
+// as an http.RoundTripper (with the service's clock, learned from its
+// answers: skew.go), typed errors carrying the service's client_code,
 // pagination as iterators, retries with backoff as one decorator used by
 // every call, and helpers for multipart uploads, ranged downloads and bundle
 // download jobs through presigned object-storage URLs.
@@ -166,6 +167,9 @@ type Client struct {
 	objects *http.Client // presigned URLs: no signing, no credentials
 	log     logrus.FieldLogger
 	clock   func() time.Time
+	// svcClock is the service's clock as answers tell it: signatures carry
+	// its time (skew.go).
+	svcClock *serviceClock
 	// constants
 	base *url.URL // endpoint + PathPrefix
 	opts Options
@@ -210,13 +214,14 @@ func New(creds Credentials, opts Options) (*Client, error) {
 	apiBase = &stallGuard{base: apiBase, timeout: opts.IOTimeout}
 	objBase = &stallGuard{base: objBase, timeout: opts.IOTimeout}
 	c := &Client{
-		log:   opts.Logger,
-		clock: opts.Clock,
-		base:  base,
-		opts:  opts,
+		log:      opts.Logger,
+		clock:    opts.Clock,
+		svcClock: &serviceClock{local: opts.Clock, log: opts.Logger},
+		base:     base,
+		opts:     opts,
 	}
 	c.api = &http.Client{
-		Transport: &signer{base: apiBase, clock: opts.Clock, key: creds.Key, secret: creds.Secret, scheme: base.Scheme, host: base.Host},
+		Transport: &signer{base: apiBase, clock: c.svcClock.now, key: creds.Key, secret: creds.Secret, scheme: base.Scheme, host: base.Host},
 		// The API answers directly; a redirect is an answer (an error).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -303,7 +308,10 @@ func (c *Client) attempt(ctx context.Context, cl call, opName, target string, bo
 	req.Header.Set("User-Agent", c.opts.UserAgent)
 	start := time.Now()
 	fields := logrus.Fields{"method": cl.method, "path": cl.path, "attempt": attempt}
+	signedOff, _ := c.svcClock.skew()
+	sent := c.clock()
 	resp, err := c.api.Do(req)
+	got := c.clock()
 	if err != nil {
 		err = attemptError(ctx, cleanTransportError(err))
 		fields["duration"] = time.Since(start).Round(time.Microsecond)
@@ -322,7 +330,13 @@ func (c *Client) attempt(ctx context.Context, cl call, opName, target string, bo
 	if len(data) > maxResponseBody {
 		return &Error{Op: opName, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("%w: answer larger than %d bytes", ErrMalformedResponse, maxResponseBody)}
 	}
-	code, derr := decodeResponse(opName, resp.StatusCode, resp.Header, data, cl.out, c.clock())
+	code, stamp, derr := decodeAnswer(opName, resp.StatusCode, resp.Header, data, cl.out, c.clock())
+	off, told := c.svcClock.observe(sent, got, resp.Header, stamp)
+	if e, ok := derr.(*Error); ok && told && e.Code == CodeUnauthorized && (off-signedOff).Abs() >= skewRetryMin {
+		// Refused, and signed with a clock this far off the service's: the
+		// retry (retry.go) is signed with the offset just learned.
+		e.clockRefused = true
+	}
 	fields["client_code"] = code
 	c.log.WithFields(fields).Debug("api request")
 	return derr

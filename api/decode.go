@@ -278,6 +278,7 @@ type envelope struct {
 	ClientCode json.RawMessage `json:"client_code"`
 	Message    json.RawMessage `json:"message"`
 	Error      json.RawMessage `json:"error"`
+	Timestamp  json.RawMessage `json:"timestamp"`
 }
 
 // decodeResponse turns one answer into nil (success, with out filled when not
@@ -292,10 +293,24 @@ type envelope struct {
 //
 // It returns the client_code seen (for logging) with the error.
 func decodeResponse(op string, status int, header http.Header, body []byte, out any, now time.Time) (int, error) {
-	ok := status >= 200 && status <= 299
+	code, _, err := decodeAnswer(op, status, header, body, out, now)
+	return code, err
+}
+
+// decodeAnswer is decodeResponse that also returns the envelope's timestamp
+// field as it came (its JSON text; nil when absent).
+func decodeAnswer(op string, status int, header http.Header, body []byte, out any, now time.Time) (int, json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(body)
 	var env envelope
 	isObject := len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &env) == nil
+	code, err := decodeEnvelope(op, status, header, trimmed, isObject, env, out, now)
+	return code, env.Timestamp, err
+}
+
+// decodeEnvelope is the rest of decodeResponse, once the body was read as
+// an envelope (isObject) or not.
+func decodeEnvelope(op string, status int, header http.Header, trimmed []byte, isObject bool, env envelope, out any, now time.Time) (int, error) {
+	ok := status >= 200 && status <= 299
 	if !isObject {
 		if !ok {
 			e := &Error{Op: op, HTTPStatus: status, Code: status, Message: statusText(status)}

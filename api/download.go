@@ -46,8 +46,9 @@ func (c *Client) FileURL(ctx context.Context, fileID int64) (*DownloadLink, erro
 
 // rangeInfo is what an object answer told about the bytes it carries.
 type rangeInfo struct {
-	end   int64 // exclusive end of the bytes the body will carry; -1 when unknown
-	total int64 // object size; -1 when unknown
+	end     int64 // exclusive end of the bytes the body will carry; -1 when unknown
+	total   int64 // object size; -1 when unknown
+	partial bool  // a 206: the store honoured the Range
 }
 
 // openRange GETs bytes [off, end) of a presigned URL (end < 0: to the end of
@@ -81,7 +82,7 @@ func (c *Client) openRange(ctx context.Context, rawURL string, off, end int64) (
 				drainClose(resp.Body)
 				return &ObjectError{Op: req.Method, URL: redactURL(req.URL), HTTPStatus: resp.StatusCode, Message: "answer's Content-Range does not match the request"}
 			}
-			info = rangeInfo{end: last + 1, total: total}
+			info = rangeInfo{end: last + 1, total: total, partial: true}
 			if end >= 0 && end < info.end {
 				info.end = end
 			}
@@ -257,6 +258,36 @@ func (c *Client) ReadRange(ctx context.Context, rawURL string, off, n int64) (io
 		return nil, err
 	}
 	return &objectReader{c: c, ctx: ctx, url: rawURL, body: body, pos: off, end: info.end, total: info.total}, nil
+}
+
+// RangeProbe is the object store's answer to one Range request (ProbeRange).
+type RangeProbe struct {
+	// Partial: the store answered 206 with a Content-Range starting where
+	// asked. Otherwise it sent the whole object (200), whose first bytes
+	// were read past: every ranged read would cost a whole download.
+	Partial bool
+	Total   int64  // the object's size as the answer told it; -1 when it did not
+	Data    []byte // bytes [off, off+n) of the object, fewer where it ends first
+}
+
+// ProbeRange asks the object store behind a presigned URL for bytes
+// [off, off+n) with one Range request (retried like every read) and tells
+// whether it honoured the Range, with the bytes (n is at most 1 MiB).
+func (c *Client) ProbeRange(ctx context.Context, rawURL string, off, n int64) (*RangeProbe, error) {
+	if off < 0 || n <= 0 || n > mib {
+		return nil, errors.New("api: probe range: want an offset of 0 or more and 1 to 1 MiB bytes")
+	}
+	body, info, err := c.openRange(ctx, rawURL, off, off+n)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, n))
+	c.stats.bytesDown.Add(int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	return &RangeProbe{Partial: info.partial, Total: info.total, Data: data}, nil
 }
 
 // ReadRangeAt copies bytes [off, off+n) of the object behind a presigned URL

@@ -84,6 +84,9 @@ type Error struct {
 	Err        error  // underlying cause, if any (network error, context error, ErrMalformedResponse)
 
 	retryAfter time.Duration // from a Retry-After header; 0 when absent
+	// clockRefused: a 401 to a request signed with a clock the answer
+	// showed to be off (skew.go); retried once with the learned offset.
+	clockRefused bool
 }
 
 // Error formats the error as "api: POST /files: 451 file already exists (HTTP 451)".

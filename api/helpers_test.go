@@ -47,9 +47,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// stampNow is the envelope's timestamp of an answer made now: the test
+// servers keep the right time (the client learns the service's clock from it).
+func stampNow() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z") }
+
 // okBody returns fields plus a success envelope.
 func okBody(fields map[string]any) map[string]any {
-	out := map[string]any{"client_code": 200, "message": "OK", "timestamp": "2025-11-22T02:20:00Z"}
+	out := map[string]any{"client_code": 200, "message": "OK", "timestamp": stampNow()}
 	for k, v := range fields {
 		out[k] = v
 	}
@@ -58,7 +62,7 @@ func okBody(fields map[string]any) map[string]any {
 
 // errBody returns an error envelope.
 func errBody(code int, msg string) map[string]any {
-	return map[string]any{"client_code": code, "message": msg, "timestamp": "2025-11-22T02:20:00Z"}
+	return map[string]any{"client_code": code, "message": msg, "timestamp": stampNow()}
 }
 
 // verifySignature checks a request's Authorization header as the service

@@ -460,6 +460,29 @@ func TestReadRange(t *testing.T) {
 	}
 }
 
+// ProbeRange tells a store that honours Range (206) from one that sends the
+// whole object (200), and gives the bytes asked for either way.
+func TestProbeRangeTellsAWholeObject(t *testing.T) {
+	data := randomBytes(10_000)
+	for _, honour := range []bool{true, false} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !honour {
+				r.Header.Del("Range")
+			}
+			http.ServeContent(w, r, "obj", time.Time{}, bytes.NewReader(data))
+		}))
+		c, err := New(Credentials{Endpoint: srv.URL, Key: testKey, Secret: testSecret}, Options{Logger: logging.Discard()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.ProbeRange(context.Background(), srv.URL+"/obj?X-Sig=1", 1000, 100)
+		srv.Close()
+		if err != nil || p.Partial != honour || p.Total != int64(len(data)) || !bytes.Equal(p.Data, data[1000:1100]) {
+			t.Fatalf("Range honoured %v: %+v %v", honour, p, err)
+		}
+	}
+}
+
 // DownloadTo renews an expired URL through FileURL.
 func TestDownloadToRenewsURL(t *testing.T) {
 	f := newFakeService(t)

@@ -49,7 +49,10 @@ const (
 //
 // A 401 is retried once, with a fresh signature, for retrySafe operations:
 // over HTTP/1 with TLS net/http may itself re-send a GET whose connection
-// broke, with the same nonce, which the service refuses as replayed.
+// broke, with the same nonce, which the service refuses as replayed. A 401
+// whose answer shows the request was signed with a clock off the service's
+// is retried once more, for every operation, signed with the service's time
+// (skew.go): a refused request was not acted on.
 var retryTable = map[string]retryPolicy{
 	opUsage:           retrySafe,
 	opMachinesUsage:   retrySafe,
@@ -152,7 +155,7 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 	}
 	st := c.stats.op(op)
 	start := time.Now()
-	authRetried := false
+	authRetried, clockRetried := false, false
 	var out outcome
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -170,7 +173,10 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 			return out, ctx.Err()
 		}
 		retry := retryable(policy, err)
-		if !retry && policy == retrySafe && !authRetried && isStatus(err, CodeUnauthorized) {
+		clockRetry := !retry && !clockRetried && clockRefused(err)
+		if clockRetry {
+			retry, clockRetried = true, true
+		} else if !retry && policy == retrySafe && !authRetried && isStatus(err, CodeUnauthorized) {
 			retry, authRetried = true, true
 		}
 		if !retry || attempt >= c.opts.MaxAttempts {
@@ -185,8 +191,8 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 			c.stats.failed(st, err)
 			return out, err
 		}
-		if !unsent(err) {
-			out.mayHaveActed = true
+		if !unsent(err) && !clockRetry {
+			out.mayHaveActed = true // a refusal for the clock was not acted on
 		}
 		st.retries.Add(1)
 		c.log.WithFields(logrus.Fields{"op": op, "attempt": attempt, "wait": wait.Round(time.Millisecond), "error": err}).Debug("api: retrying")

@@ -24,6 +24,16 @@ func TestSignerSignsEachAttempt(t *testing.T) {
 	var auths []ParsedAuthorization
 	var errs []error
 	calls := 0
+	clock := time.UnixMilli(1763778000000)
+	var clockMu sync.Mutex
+	// The server keeps the injected clock's time (the client corrects its
+	// signatures by the service's time).
+	stamped := func(body map[string]any) map[string]any {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		body["timestamp"] = clock.UTC().Format(time.RFC3339Nano)
+		return body
+	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		p, err := verifySignature(r, body)
@@ -39,13 +49,11 @@ func TestSignerSignsEachAttempt(t *testing.T) {
 		}
 		mu.Unlock()
 		if n < 3 {
-			writeJSON(w, 503, errBody(503, "busy"))
+			writeJSON(w, 503, stamped(errBody(503, "busy")))
 			return
 		}
-		writeJSON(w, 200, okBody(map[string]any{"images": []any{}, "next_page": nil}))
+		writeJSON(w, 200, stamped(okBody(map[string]any{"images": []any{}, "next_page": nil})))
 	})
-	clock := time.UnixMilli(1763778000000)
-	var clockMu sync.Mutex
 	c, _ := newTestClient(t, h, func(o *Options) {
 		o.Clock = func() time.Time {
 			clockMu.Lock()
@@ -262,5 +270,44 @@ func TestReplayOverTLSRetriedOnce(t *testing.T) {
 	defer mu.Unlock()
 	if requests-before != 3 {
 		t.Fatalf("%d requests for a bad key, want 2 (GET, retried once) + 1 (POST)", requests-before)
+	}
+}
+
+// A service whose answers carry no envelope timestamp (a plain-text refusal,
+// an envelope without one) still tells its clock by the Date header: the
+// client learns it from the refusal and from every answer, and signs with it.
+func TestClockSkewFromDateHeader(t *testing.T) {
+	const offset = 10 * time.Minute
+	var mu sync.Mutex
+	refused, served := 0, 0
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now().Add(offset)
+		w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
+		p, err := verifySignature(r, nil)
+		ms, _ := strconv.ParseInt(p.Timestamp, 10, 64)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil || now.Sub(time.UnixMilli(ms)).Abs() > 5*time.Minute {
+			refused++
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, "request expired\n")
+			return
+		}
+		served++
+		writeJSON(w, 200, map[string]any{"client_code": 200, "usage_minutes": 7, "machine_type": "Lake"})
+	})
+	c, _ := newTestClient(t, h)
+	for range 3 {
+		if u, err := c.Usage(context.Background()); err != nil || u.UsageMinutes != 7 {
+			t.Fatalf("%+v %v", u, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if refused != 1 || served != 3 {
+		t.Errorf("%d requests refused and %d served, want 1 and 3", refused, served)
+	}
+	if skew, known := c.ClockSkew(); !known || (skew-offset).Abs() > 2*time.Second {
+		t.Errorf("ClockSkew %v (known %v), want about %v", skew, known, offset)
 	}
 }

@@ -9,8 +9,10 @@
 // and /etc/fstab call), sdnotify.go (systemd's notify protocol), emulator.go
 // (orgfs emulator), ctlclient.go (finding a mount and reading and writing its
 // control files, shared by the desk commands), sync.go, status.go and
-// unmount.go (orgfs sync, status and unmount), metrics.go (the Prometheus
-// endpoint), fusecheck_linux.go and fusecheck_darwin.go (is FUSE there),
+// unmount.go (orgfs sync, status and unmount), doctor.go and
+// doctor_write.go (orgfs doctor: the checks of an endpoint, read-only, and
+// --write's round trip), metrics.go (the Prometheus endpoint),
+// fusecheck_linux.go and fusecheck_darwin.go (is FUSE there),
 // unmount_linux.go and unmount_darwin.go (unmounting on each platform).
 package cli
 
@@ -46,6 +48,7 @@ func commands() map[string]command {
 		"sync":     {"sync", "wait until everything written to a mount (or under paths) is on the service", runSync},
 		"status":   {"status", "show a mount's upload queue with progress, failures, cache and request counters", runStatus},
 		"unmount":  {"unmount", "send what waits to upload, showing progress, then unmount", runUnmount},
+		"doctor":   {"doctor", "check a service and its credentials before a first mount, one line per check (read-only; --write also uploads)", runDoctor},
 		"help":     {"help", "show help for orgfs or one of its commands", runHelp},
 	}
 }
@@ -123,7 +126,8 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'orgfs help COMMAND' or 'orgfs COMMAND --help' for a command's flags.")
+	fmt.Fprintln(w, "\nOn a new endpoint start with 'orgfs doctor --credentials FILE': it says what works, what")
+	fmt.Fprintln(w, "does not and the fix. Run 'orgfs help COMMAND' or 'orgfs COMMAND --help' for a command's flags.")
 }
 
 func runHelp(args []string, stdout, stderr io.Writer) error {

@@ -33,6 +33,7 @@ type emulatorOptions struct {
 	StreamRate     units.Rate
 	FaultRate      float64
 	FaultSeed      int64
+	ClockOffset    time.Duration
 	BenchFileSize  units.Size
 	BenchHuge      int
 	BenchTree      int
@@ -79,6 +80,7 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 		StreamRate:     int64(o.StreamRate),
 		FaultRate:      o.FaultRate,
 		FaultSeed:      o.FaultSeed,
+		ClockOffset:    o.ClockOffset,
 		BenchFileSize:  int64(o.BenchFileSize),
 		BenchHugeFiles: o.BenchHuge,
 		BenchTreeFiles: o.BenchTree,
@@ -124,6 +126,7 @@ func (o *emulatorOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&o.StreamRate, "stream-rate", "bandwidth of one object connection, e.g. 100MB/s (0: unlimited)")
 	fs.Float64Var(&o.FaultRate, "fault-rate", o.FaultRate, "fraction (0..1) of requests that fail: 500/503 answers, connections reset mid-body, answers dropped")
 	fs.Int64Var(&o.FaultSeed, "fault-seed", o.FaultSeed, "seed of the fault sequence (the same seed gives the same faults)")
+	fs.Var((*units.Duration)(&o.ClockOffset), "clock-offset", "run the emulator's clock this far off the machine's, e.g. 10m or -10m (signatures outside ±5m of it are refused: a desk with a wrong clock)")
 	o.Log.AddFlags(fs)
 }
 
@@ -138,6 +141,11 @@ func (o *emulatorOptions) printBanner(stdout io.Writer, srv *emulator.Server, cr
 		fmt.Fprintf(stdout, "  state: restored from %s (--seed not applied)\n", state)
 	default:
 		fmt.Fprintf(stdout, "  state: seed %s, kept in %s\n", o.Seed, state)
+	}
+	if off := o.ClockOffset; off > 0 {
+		fmt.Fprintf(stdout, "  clock: %s ahead of this machine's (--clock-offset)\n", units.FormatDuration(off))
+	} else if off < 0 {
+		fmt.Fprintf(stdout, "  clock: %s behind this machine's (--clock-offset)\n", units.FormatDuration(-off))
 	}
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(stdout, "  %s credentials: %s\n", c.Name, filepath.Join(credDir, c.Name+".json"))

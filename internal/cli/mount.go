@@ -276,10 +276,7 @@ func (s *exitStack) run() {
 // emulator started in-process (closed at exit).
 func resolveCredentials(o mountOptions, log logrus.FieldLogger, stdout io.Writer, atExit *exitStack) (api.Credentials, error) {
 	if !o.Demo {
-		if o.Credentials != "" {
-			return api.LoadCredentialsWithLogger(o.Credentials, log)
-		}
-		return api.CredentialsFromEnv()
+		return loadCredentials(o.Credentials, log)
 	}
 	srv, err := emulator.Listen(emulator.Options{Seed: emulator.SeedDemo, StepDelay: 2 * time.Second, Log: log.WithField("component", "emulator")}, "127.0.0.1:0", "127.0.0.1:0")
 	if err != nil {
@@ -289,6 +286,17 @@ func resolveCredentials(o mountOptions, log logrus.FieldLogger, stdout io.Writer
 	c := srv.Credentials()[0]
 	fmt.Fprintf(stdout, "orgfs: demo organization %s served by the in-process emulator at %s\n", c.Name, c.Endpoint)
 	return api.Credentials{Endpoint: c.Endpoint, Key: c.Key, Secret: c.Secret}, nil
+}
+
+// loadCredentials reads credentials as every command that talks to the
+// service does: from the --credentials file when one is given, else from
+// ORGFS_ENDPOINT, ORGFS_API_KEY and ORGFS_API_SECRET; never from the
+// command line.
+func loadCredentials(file string, log logrus.FieldLogger) (api.Credentials, error) {
+	if file != "" {
+		return api.LoadCredentialsWithLogger(file, log)
+	}
+	return api.CredentialsFromEnv()
 }
 
 // openCacheDir returns the cache dir of this organization, locked for this

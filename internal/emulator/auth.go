@@ -70,6 +70,25 @@ func (e *Emulator) authenticate(r *http.Request, body []byte, now time.Time) (*o
 	return o, nil
 }
 
+// offsetClock is now moved by off: with Options.ClockOffset the emulator's
+// clock (signature windows, timestamps, expiries, state machines) stands off
+// the desks' by off, as a service's or a desk's clock may.
+func offsetClock(now func() time.Time, off time.Duration) func() time.Time {
+	if off == 0 {
+		return now
+	}
+	return func() time.Time { return now().Add(off) }
+}
+
+// dated has every API answer carry a Date header of the emulator's clock,
+// as the envelope's timestamp does (net/http would write its own time).
+func (e *Emulator) dated(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Date", e.now().UTC().Format(http.TimeFormat))
+		h.ServeHTTP(w, r)
+	})
+}
+
 // signedPaths are the spellings of the request path a client may have signed:
 // as sent on the wire, and decoded.
 func signedPaths(r *http.Request) []string {

@@ -17,7 +17,7 @@
 //	emulator.go      Options, Emulator, New (data directory, object store, state or seed), Close, ids
 //	server.go        Listen: the API and the object store on two listeners; credentials files
 //	http.go          the request pipeline (routes, latency, faults, envelopes), request helpers, injected errors
-//	auth.go          HMAC verification of API requests, nonces
+//	auth.go          HMAC verification of API requests, nonces; the clock offset and the Date of answers
 //	errors.go        how each error code is provoked; apiError
 //	stats.go         the counters (Stats) and their endpoint (StatsPath)
 //	network.go       network play switched at run time (latency, rate, faults, outages) and PlayPath
@@ -107,6 +107,7 @@ type Options struct {
 	FaultRate     float64          // 0..1, API and object store
 	FaultSeed     int64            // makes the faults deterministic
 	Now           func() time.Time // clock; default time.Now (tests inject a fake one)
+	ClockOffset   time.Duration    // added to Now: the service's clock off a desk's (auth.go)
 	Log           logrus.FieldLogger
 	BenchFileSize int64 // size of bench/big.bin in the bench seed; default 1 GiB
 	// The bench seed's scale folders: bench/huge's entries and bench/tree's
@@ -185,6 +186,7 @@ func New(opts Options) (*Emulator, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	opts.Now = offsetClock(opts.Now, opts.ClockOffset)
 	if opts.Log == nil {
 		l := logrus.New()
 		l.SetOutput(io.Discard)
@@ -390,7 +392,8 @@ func (e *Emulator) StateFile() string {
 func (e *Emulator) Objects() *objstore.Store { return e.store }
 
 // Handler returns the API handler, serving /organization-management/v1/...
-func (e *Emulator) Handler() http.Handler { return e.handler }
+// (every answer dated by the emulator's clock).
+func (e *Emulator) Handler() http.Handler { return e.dated(e.handler) }
 
 // DataDir is the directory holding the state and the objects.
 func (e *Emulator) DataDir() string { return e.dataDir }

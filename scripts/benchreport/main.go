@@ -203,10 +203,10 @@ func parseTSV(data []byte) ([]row, error) {
 		var err1, err2 error
 		r.ratio, err1 = strconv.ParseFloat(r.Ratio, 64)
 		r.target, err2 = strconv.ParseFloat(r.Target, 64)
-		if err := errors.Join(err1, err2); err != nil || math.IsNaN(r.ratio) || math.IsInf(r.ratio, 0) || r.ratio <= 0 || r.target <= 0 || math.IsInf(r.target, 0) {
-			// A ratio of 0 or inf comes from a figure that failed (a
-			// baseline or a time of 0), never from a real run.
-			return nil, fmt.Errorf("line %d: ratio %q, target %q: want finite numbers above 0", i+1, f[1], f[2])
+		if err := errors.Join(err1, err2); err != nil || math.IsNaN(r.ratio) || math.IsInf(r.ratio, 0) || r.ratio < 0 || r.target <= 0 || math.IsInf(r.target, 0) {
+			// A ratio of inf comes from a figure that failed (a baseline
+			// of 0), never from a real run; 0 can be real (a share).
+			return nil, fmt.Errorf("line %d: ratio %q, target %q: want finite numbers, the target above 0", i+1, f[1], f[2])
 		}
 		switch strings.TrimSpace(f[3]) {
 		case "higher":

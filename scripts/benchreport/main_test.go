@@ -236,7 +236,7 @@ func TestBadInput(t *testing.T) {
 		"bad tsv":          {map[string]string{"results/fio.tsv": "label\tfast\t1\thigher\n"}, readme},
 		"bad direction":    {map[string]string{"results/fio.tsv": "label\t1\t1\tbigger\n"}, readme},
 		"ratio inf":        {map[string]string{"results/fio.tsv": "label\tinf\t1\thigher\n"}, readme},
-		"ratio 0":          {map[string]string{"results/fio.tsv": "label\t0\t1\tlower\n"}, readme},
+		"ratio negative":   {map[string]string{"results/fio.tsv": "label\t-1\t1\tlower\n"}, readme},
 		"ratio empty":      {map[string]string{"results/fio.tsv": "label\t\t1\thigher\n"}, readme},
 		"end before start": {map[string]string{"results/fio.md": fioMD}, "<!-- bench:end -->\n<!-- bench:start -->\n"},
 		"twice":            {map[string]string{"results/fio.md": fioMD}, readme + readme},

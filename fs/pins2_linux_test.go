@@ -3,7 +3,8 @@ package fs
 // Rows of docs/SEMANTICS.md that no other test held: the errno of each
 // service error, the waits of the changes in an outage, the read-ahead, the
 // cost of an open for writing, readers of a file changed after their open,
-// the rmdir race and statfs without a quota.
+// the rmdir race, statfs without a quota, and where GLib finds
+// x-gvfs-notrash.
 
 import (
 	"bytes"
@@ -19,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
 	"sync"
 	"syscall"
 	"testing"
@@ -98,7 +98,7 @@ func TestServiceErrorsAsErrnos(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lookup sent no listing")
 	}
-	time.Sleep(50 * time.Millisecond) // the thread waits in the kernel for the lookup's answer
+	// The daemon has the lookup: the thread waits in the kernel for its answer.
 	if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +131,12 @@ func closeOnce(c chan struct{}) {
 // whole-file copies of a file on the service (rename, truncate to a size
 // other than 0, the first write through an open without O_TRUNC), whose
 // content does not come; before the outage, such a copy on a slow link
-// outlasts the I/O timeout, as content comes. What needs nothing from the service answers at
-// once: a create in a listed folder, a truncate to 0, the open itself, the
-// rename of a pending file. Each that gave up logs one warning naming what
-// it waited for; after the outage the service holds what it held, but
-// for a change whose request it took (which may have acted).
+// outlasts the I/O timeout, as content comes. What needs nothing from the
+// service answers at once: a create in a listed folder, a truncate to 0, the
+// open itself, the rename of a pending file. Each that gave up logs one
+// warning naming what it waited for; after the outage the service holds
+// what it held, but for a change whose request it took (which may have
+// acted).
 func TestBlackHoleBoundsEveryChange(t *testing.T) {
 	const ioTimeout = time.Second
 	const bound = 2*ioTimeout + time.Second // slack for a loaded machine

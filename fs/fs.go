@@ -30,8 +30,8 @@ package fs
 // for writing and truncations of that one file wait on it; reads, lookups and
 // other files never take it.
 //
-// localFiles.mu, localFile.mu (local.go) and openFiles.mu (unlinked.go) are
-// leaves, held for memory only.
+// localFiles.mu, localFile.mu (local.go), openFiles.mu (unlinked.go) and
+// readHandle.mu (handle.go) are leaves, held for memory only.
 //
 // Package cache never calls back into the mount (after an upload the Store
 // updates its own caches), and go-fuse calls the nodes with none of ours

@@ -3,8 +3,9 @@ package fs
 // The handles of an open file: readHandle (content through the fetcher and
 // the content cache) and stagedHandle (the staging copy).
 //
-// Locks: none of their own (the cache's, inside the cache calls; a file
-// node's mu for its fields, see fs.go).
+// Locks: readHandle.mu, a leaf held for memory only; the cache's, inside
+// the cache calls; a file node's mu for its fields, never with
+// readHandle.mu (see fs.go).
 
 import (
 	"context"
@@ -31,10 +32,22 @@ import (
 // service by another writer. Content already in the cache stays readable;
 // once a read needs bytes of a version no longer on the service it answers
 // ESTALE, never another version's bytes (fileNode.openReader makes sure a
-// new open reads the current version).
+// new open reads the current version). Another writer's version, once
+// listed, is another inode (base.go): this handle's keeps the version it
+// read.
+//
+// This mount's own changes of the file keep its inode, as on a disk: from
+// then on the handle reads what every descriptor of the file reads, the
+// staging copy while the change is pending, then the version uploaded (its
+// content is in the cache). The kernel keeps what a read returns in the
+// inode's page cache and sizes reads by the inode's size, so bytes of the
+// version opened would show there as part of the changed file.
 type readHandle struct {
 	node *fileNode
-	r    *cache.Reader
+
+	mu   sync.Mutex
+	r    *cache.Reader   // guarded by mu; the version it reads
+	done []*cache.Reader // guarded by mu; versions it read before (a read may still use one), closed at release
 }
 
 var (
@@ -51,13 +64,22 @@ var (
 // answers EIO once none came for the I/O timeout (a read past the cache: once
 // the I/O timeout passed).
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := h.r.Ready(ctx, off, int64(len(dest)))
+	if st := h.changedHere(); st != nil {
+		defer st.CloseReader()
+		n, err := st.File().ReadAt(dest, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, Errno(h.node.fsys.log, "reading "+h.node.Path(nil), err)
+		}
+		return fuse.ReadResultData(dest[:n]), 0
+	}
+	r := h.reader()
+	n, err := r.Ready(ctx, off, int64(len(dest)))
 	if err == io.EOF { // only Ready's own end of file, never a failed fetch
 		return fuse.ReadResultData(nil), 0
 	}
 	if errors.Is(err, cache.ErrNotCached) || errors.Is(err, cache.ErrReadDirect) {
 		dctx, cancel := h.node.fsys.bound(ctx)
-		got, derr := h.r.ReadDirect(dctx, dest, off)
+		got, derr := r.ReadDirect(dctx, dest, off)
 		if te := cache.AsTimeout(dctx, derr); te != nil {
 			derr = te
 		}
@@ -70,7 +92,7 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if err != nil && cache.Gone(err) {
 		// The listing this file was opened from is out of date: forget it, so
 		// the next open sees the service's version.
-		h.node.fsys.store.Changed(h.node.parentKey(), h.r.Handle().Meta().ID)
+		h.node.fsys.store.Changed(h.node.parentKey(), r.Handle().Meta().ID)
 		h.node.fsys.log.WithField("path", h.node.Path(nil)).WithError(err).
 			Warn("fs: the version of the file open here was replaced or deleted by another writer (ESTALE); open it again for the current one")
 		return nil, syscall.ESTALE
@@ -78,13 +100,63 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if err != nil {
 		return nil, h.node.fsys.errno(ctx, "reading "+h.node.Path(nil), err)
 	}
-	return fuse.ReadResultFd(h.r.File().Fd(), off, int(n)), 0
+	return fuse.ReadResultFd(r.File().Fd(), off, int(n)), 0
+}
+
+// changedHere returns the file's staging copy, held for reading, when this
+// mount changed the file since the handle opened it (an edit, a truncate, a
+// rename): the caller closes its reader. Nil while the file is as opened.
+func (h *readHandle) changedHere() *cache.Staged {
+	n := h.node
+	if n.refreshStaged() == nil {
+		return nil
+	}
+	return n.fsys.store.Staging.Acquire(n.target(), false) // nil when its upload ended just now
+}
+
+// reader returns the reader of the version to read: the one opened, or,
+// once this mount uploaded a change of the file (a version that keeps the
+// node's inode number), that version.
+func (h *readHandle) reader() *cache.Reader {
+	n := h.node
+	n.mu.Lock()
+	f := n.file
+	n.mu.Unlock()
+	h.mu.Lock()
+	r := h.r
+	h.mu.Unlock()
+	if f.ID == 0 || f.ID == r.Handle().Meta().ID || n.fsys.inoOf(f.ID) != n.StableAttr().Ino {
+		return r
+	}
+	next, err := n.fsys.store.Fetcher.Open(cache.MetaOf(f))
+	if err != nil {
+		return r // its reads fail as the version opened is gone (ESTALE)
+	}
+	h.mu.Lock()
+	moved := h.r == r
+	if moved {
+		h.done = append(h.done, h.r)
+		h.r = next
+	}
+	cur := h.r
+	h.mu.Unlock()
+	if !moved { // another read moved on first
+		next.Close()
+		return cur
+	}
+	n.fsys.open.open(f.ID)
+	return next
 }
 
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
-	h.r.Close()
-	if u, last := h.node.fsys.open.close(h.r.Handle().Meta().ID); last {
-		h.node.fsys.deleteUnlinked(u)
+	h.mu.Lock()
+	readers := append(h.done, h.r)
+	h.mu.Unlock()
+	for _, r := range readers {
+		r.Close()
+		if u, last := h.node.fsys.open.close(r.Handle().Meta().ID); last {
+			h.node.fsys.deleteUnlinked(u)
+		}
 	}
 	return 0
 }

@@ -35,6 +35,7 @@ type Options struct {
 	DirTTL     time.Duration // the listing cache time; default 1 minute
 	IOTimeout  time.Duration // how long an operation waits on the service (--io-timeout); default: no limit
 	CacheMax   int64         // the content cache's budget; default the cache's
+	ReadAhead  int64         // how far sequential reading fetches ahead (--read-ahead); default the cache's
 	PerPage    int           // listing page size; default 1000
 	Emu        emulator.Options
 	Bundle     cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
@@ -110,7 +111,7 @@ func (e *Env) Mount() {
 		Dir: e.CacheDir, StagingDir: e.Opts.StagingDir, Client: e.Client, MaxSize: e.Opts.CacheMax,
 		DirCacheTime: e.Opts.DirTTL, WriteBack: cmp.Or(e.Opts.WriteBack, 50*time.Millisecond),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ReadOnly: e.Opts.ReadOnly,
-		Bundle: bo, Log: testkit.Log(t), Desk: e.Opts.Desk, IOTimeout: e.Opts.IOTimeout,
+		Bundle: bo, Log: testkit.Log(t), Desk: e.Opts.Desk, IOTimeout: e.Opts.IOTimeout, ReadAhead: e.Opts.ReadAhead,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -69,7 +69,19 @@ type Options struct {
 	// jitter between attempts.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
+	// AccessUnit is the unit the service reads expires_in of an access link
+	// in: AccessUnitAuto (judged from the expiry of the first link it
+	// answers; minutes until then), AccessUnitMinutes (the interface
+	// document) or AccessUnitSeconds (the official example client).
+	AccessUnit string
 }
+
+// Values of Options.AccessUnit.
+const (
+	AccessUnitAuto    = "auto"
+	AccessUnitMinutes = "minutes"
+	AccessUnitSeconds = "seconds"
+)
 
 // DefaultOptions returns the defaults of every Options field: the one place
 // where they are written.
@@ -85,6 +97,7 @@ func DefaultOptions() Options {
 		MaxRetryTime:   2 * time.Minute,
 		BaseBackoff:    250 * time.Millisecond,
 		MaxBackoff:     15 * time.Second,
+		AccessUnit:     AccessUnitAuto,
 	}
 }
 
@@ -99,6 +112,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxRetryTime, "api-max-retry-time", fill.MaxRetryTime, "time after which a failing API call is not retried")
 	fs.DurationVar(&o.BaseBackoff, "api-backoff", fill.BaseBackoff, "first retry backoff (grows exponentially, with jitter)")
 	fs.DurationVar(&o.MaxBackoff, "api-max-backoff", fill.MaxBackoff, "largest retry backoff")
+	fs.StringVar(&o.AccessUnit, "api-access-unit", fill.AccessUnit, "unit the service reads an access link's expires_in in: auto (told by the first link's expiry), minutes or seconds")
 }
 
 // withDefaults returns o with every zero field set to its default.
@@ -134,6 +148,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxBackoff == 0 {
 		o.MaxBackoff = d.MaxBackoff
 	}
+	if o.AccessUnit == "" {
+		o.AccessUnit = d.AccessUnit
+	}
 	return o
 }
 
@@ -155,6 +172,8 @@ func (o Options) Validate() error {
 		return errors.New("api: options: backoffs must not be negative")
 	case o.MaxBackoff < o.BaseBackoff:
 		return errors.New("api: options: the max backoff must not be less than the base backoff")
+	case o.AccessUnit != AccessUnitAuto && o.AccessUnit != AccessUnitMinutes && o.AccessUnit != AccessUnitSeconds:
+		return fmt.Errorf("api: options: access unit %q: want auto, minutes or seconds", o.AccessUnit)
 	}
 	return nil
 }
@@ -171,6 +190,9 @@ type Client struct {
 	opts Options
 	// mutable state (atomic)
 	stats statsRegistry
+	// what the client learned of the service's reading of the contract
+	// (dialect.go)
+	dialect learnedDialect
 }
 
 // String describes the client without its credentials.

@@ -27,8 +27,10 @@ type FileList struct {
 	c   *Client
 	ctx context.Context
 	// constants
-	op, path string
-	query    url.Values
+	op, path  string
+	query     url.Values
+	machineID int64  // a computer's storage: its id, for computerCall
+	suffix    string // a computer's storage: the route's suffix ("files"); "" for the others
 
 	mu      sync.Mutex
 	current *File // guarded by mu
@@ -44,7 +46,20 @@ func (l *FileList) All() iter.Seq2[File, error] {
 			Count    lenientInt  `json:"count"`
 			NextPage *lenientInt `json:"next_page"`
 		}
-		_, err := l.c.do(ctx, call{op: l.op, method: "GET", path: l.path, query: l.c.pageQuery(l.query, page), out: &p})
+		cl := call{op: l.op, method: "GET", path: l.path, query: l.c.pageQuery(l.query, page), out: &p}
+		var err error
+		if l.suffix != "" {
+			var learn *call
+			if l.query.Has("task_id") {
+				// A task's folders: only the /machines form documents
+				// task_id, so the form is learned from a plain listing.
+				plain := call{op: l.op, method: "GET", query: url.Values{"parent_id": {"0"}, "per_page": {"1"}}}
+				learn = &plain
+			}
+			_, err = l.c.computerCall(ctx, cl, l.machineID, l.suffix, learn)
+		} else {
+			_, err = l.c.do(ctx, cl)
+		}
 		if err == nil && page == 1 {
 			l.mu.Lock()
 			l.current, l.count = p.Current, int64(p.Count)
@@ -91,13 +106,16 @@ func (c *Client) SharedFiles(ctx context.Context, req ListFilesRequest) *FileLis
 	return c.fileList(ctx, opSharedFiles, "/files", req, nil)
 }
 
-// MachineFiles lists a folder of a computer's storage (GET /machines/{id}/files).
+// MachineFiles lists a folder of a computer's storage (GET /machines/{id}/files,
+// or /seats/{id}/files where the service serves that form alone).
 func (c *Client) MachineFiles(ctx context.Context, machineID int64, req ListFilesRequest) *FileList {
 	extra := url.Values{}
 	if req.TaskID != 0 {
 		extra.Set("task_id", strconv.FormatInt(req.TaskID, 10))
 	}
-	return c.fileList(ctx, opMachineFiles, pathf("/machines/%d/files", machineID), req, extra)
+	l := c.fileList(ctx, opMachineFiles, pathf("/machines/%d/files", machineID), req, extra)
+	l.machineID, l.suffix = machineID, "files"
+	return l
 }
 
 // Recordings lists a folder of the session recordings (GET /files/recordings).

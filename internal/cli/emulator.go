@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ type emulatorOptions struct {
 	FaultRate      float64
 	FaultSeed      int64
 	BenchFileSize  units.Size
+	Dialect        string
 	Log            logging.Options
 }
 
@@ -43,6 +45,7 @@ func defaultEmulatorOptions() emulatorOptions {
 		ObjectsListen: "127.0.0.1:0",
 		Seed:          "demo",
 		StepDelay:     2 * time.Second,
+		Dialect:       emulator.DialectDefault,
 		Log:           logging.Defaults(),
 	}
 }
@@ -51,6 +54,11 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	o := defaultEmulatorOptions()
 	fs := newFlagSet("emulator", "", stdout)
 	o.addFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		printDialectSwitches(stdout)
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -59,6 +67,10 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := o.validate(); err != nil {
 		return err
+	}
+	dialect, err := emulator.ParseDialect(o.Dialect)
+	if err != nil {
+		return usagef("--dialect: %v", err)
 	}
 	log, closer, err := o.Log.New()
 	if err != nil {
@@ -78,6 +90,7 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 		FaultRate:     o.FaultRate,
 		FaultSeed:     o.FaultSeed,
 		BenchFileSize: int64(o.BenchFileSize),
+		Dialect:       dialect,
 		Log:           log,
 	}, o.Listen, o.ObjectsListen)
 	if err != nil {
@@ -118,6 +131,7 @@ func (o *emulatorOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Var(&o.StreamRate, "stream-rate", "bandwidth of one object connection, e.g. 100MB/s (0: unlimited)")
 	fs.Float64Var(&o.FaultRate, "fault-rate", o.FaultRate, "fraction (0..1) of requests that fail: 500/503 answers, connections reset mid-body, answers dropped")
 	fs.Int64Var(&o.FaultSeed, "fault-seed", o.FaultSeed, "seed of the fault sequence (the same seed gives the same faults)")
+	fs.StringVar(&o.Dialect, "dialect", o.Dialect, "how to read the contract where it is ambiguous: default, other (every switch below flipped), or switches separated by commas, alone or after other (other,four-digit-200)")
 	o.Log.AddFlags(fs)
 }
 
@@ -132,6 +146,9 @@ func (o *emulatorOptions) printBanner(stdout io.Writer, srv *emulator.Server, cr
 		fmt.Fprintf(stdout, "  state: restored from %s (--seed not applied)\n", state)
 	default:
 		fmt.Fprintf(stdout, "  state: seed %s, kept in %s\n", o.Seed, state)
+	}
+	if d := srv.Emulator.Dialect(); d != (emulator.Dialect{}) {
+		fmt.Fprintf(stdout, "  dialect: %s (%s)\n", d, strings.Join(d.Switches(), ", "))
 	}
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(stdout, "  %s credentials: %s\n", c.Name, filepath.Join(credDir, c.Name+".json"))
@@ -152,4 +169,13 @@ func (o *emulatorOptions) validate() error {
 		return usagef("--stream-rate cannot be negative")
 	}
 	return nil
+}
+
+// printDialectSwitches lists the switches of --dialect, in the order of the
+// service notes (docs/DIALECTS.md says more of each).
+func printDialectSwitches(w io.Writer) {
+	fmt.Fprintf(w, "\nDialect switches (--dialect NAME,NAME...; --dialect other turns them all on, of two\nalternatives the first; docs/DIALECTS.md):\n")
+	for _, s := range emulator.DialectSwitches() {
+		fmt.Fprintf(w, "  %-20s %s (default: %s)\n", s.Name, s.Help, s.Default)
+	}
 }

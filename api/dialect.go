@@ -18,7 +18,11 @@ import (
 //   - whether GET /images/{id} exists (GetImage);
 //   - the unit of an access link's expires_in (AccessLink), unless
 //     Options.AccessUnit says it;
-//   - the unit of chunk_size, from the number of upload URLs (planPartSize).
+//   - the unit of chunk_size, from the number of upload URLs (planPartSize):
+//     where both units give that number, the unit an earlier upload told
+//     (MiB until one did). An S3-like store takes parts cut either way (it
+//     checks the 5 MiB minimum, not the boundaries), so the guess costs
+//     nothing where the count cannot tell.
 // Sizes whose unit is ambiguous are converted by magnitude (the normalize
 // functions below).
 
@@ -28,6 +32,7 @@ type learnedDialect struct {
 	forms      sync.Map     // computer route suffix ("start", "files") → formMachines or formSeats, once one answered
 	noGetImage atomic.Bool  // GET /images/{id} answered 404 for an image the list holds
 	accessUnit atomic.Int32 // accessUnknown, accessMinutes or accessSeconds, once judged
+	chunkUnit  atomic.Int64 // bytes of one chunk_size unit, once the number of upload URLs told it; 0 before
 }
 
 // Path forms of a computer route.

@@ -199,6 +199,15 @@ var dialectRows = map[string]func(t *testing.T){
 		if got := readBack(t, v.c, res.ID); !bytes.Equal(got, data) {
 			t.Fatalf("read back %d bytes, differing from the %d uploaded", len(got), len(data))
 		}
+		// 20 MB is three parts in either unit: the unit told before cuts it.
+		data = testkit.RandBytes(20_000_000, 8)
+		res, err = v.c.Upload(ctx, api.UploadRequest{Name: "mb2.bin", Size: int64(len(data)), Body: bytes.NewReader(data), ChunkSize: 8 << 20})
+		if err != nil || res.Parts != 3 || res.PartSize != 8_000_000 {
+			t.Fatalf("%+v, %v; want 3 parts of 8000000 bytes", res, err)
+		}
+		if got := readBack(t, v.c, res.ID); !bytes.Equal(got, data) {
+			t.Fatalf("read back %d bytes, differing from the %d uploaded", len(got), len(data))
+		}
 	},
 	"download-id-strings": func(t *testing.T) {
 		v := dialectClient(t, "download-id-strings")

@@ -12,6 +12,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -73,8 +75,13 @@ type Options struct {
 	// in: AccessUnitAuto (judged from the expiry of the first link it
 	// answers; minutes until then), AccessUnitMinutes (the interface
 	// document) or AccessUnitSeconds (the official example client).
+	// Default: the environment's ORGFS_API_ACCESS_UNIT, else auto.
 	AccessUnit string
 }
+
+// AccessUnitEnv names the environment variable that sets the default of
+// Options.AccessUnit.
+const AccessUnitEnv = "ORGFS_API_ACCESS_UNIT"
 
 // Values of Options.AccessUnit.
 const (
@@ -97,7 +104,7 @@ func DefaultOptions() Options {
 		MaxRetryTime:   2 * time.Minute,
 		BaseBackoff:    250 * time.Millisecond,
 		MaxBackoff:     15 * time.Second,
-		AccessUnit:     AccessUnitAuto,
+		AccessUnit:     cmp.Or(os.Getenv(AccessUnitEnv), AccessUnitAuto),
 	}
 }
 
@@ -173,7 +180,7 @@ func (o Options) Validate() error {
 	case o.MaxBackoff < o.BaseBackoff:
 		return errors.New("api: options: the max backoff must not be less than the base backoff")
 	case o.AccessUnit != AccessUnitAuto && o.AccessUnit != AccessUnitMinutes && o.AccessUnit != AccessUnitSeconds:
-		return fmt.Errorf("api: options: access unit %q: want auto, minutes or seconds", o.AccessUnit)
+		return fmt.Errorf("api: options: access unit %q (%s or --api-access-unit): want auto, minutes or seconds", o.AccessUnit, AccessUnitEnv)
 	}
 	return nil
 }

@@ -448,3 +448,24 @@ func TestDialectSwitches(t *testing.T) {
 		t.Errorf("%d rows for %d switches", len(dialectRows), len(emulator.DialectSwitches()))
 	}
 }
+
+// TestAccessUnitFromEnvironment: ORGFS_API_ACCESS_UNIT sets the unit, so
+// that the first link is asked in it (nothing to judge) and comes out right.
+func TestAccessUnitFromEnvironment(t *testing.T) {
+	t.Setenv(api.AccessUnitEnv, api.AccessUnitSeconds)
+	v := dialectClient(t, "access-seconds")
+	l, err := v.c.AccessLink(t.Context(), v.fx.StoppedMachine, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if life := l.ExpiresAt.Sub(v.s.Emulator.Now()); life < 29*time.Minute || life > 31*time.Minute {
+		t.Fatalf("a link for 30 minutes lives %v", life)
+	}
+	if n := v.s.Emulator.Stats().Requests["POST /machines/{id}/access"]; n != 1 {
+		t.Errorf("%d access requests, want 1: the unit was told", n)
+	}
+	t.Setenv(api.AccessUnitEnv, "hours")
+	if _, err := api.New(testkit.Creds(t, v.s, emulator.OrgA), api.Options{}); err == nil || !strings.Contains(err.Error(), api.AccessUnitEnv) {
+		t.Errorf("ORGFS_API_ACCESS_UNIT=hours: %v, want an error naming it", err)
+	}
+}

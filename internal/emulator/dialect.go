@@ -250,8 +250,16 @@ func (d Dialect) String() string {
 	return strings.Join(d.Switches(), ",")
 }
 
-// isDefault reports whether d is the default dialect.
-func (d Dialect) isDefault() bool { return d == Dialect{} }
+// validate refuses values of the fields no switch gives.
+func (d Dialect) validate() error {
+	switch {
+	case d.FourDigitStatus != 0 && d.FourDigitStatus != 400 && d.FourDigitStatus != 422 && d.FourDigitStatus != 200:
+		return fmt.Errorf("dialect: FourDigitStatus %d: want 0 (400), 422 or 200", d.FourDigitStatus)
+	case d.ComputerPaths != "" && d.ComputerPaths != "machines" && d.ComputerPaths != "seats":
+		return fmt.Errorf("dialect: ComputerPaths %q: want \"\", machines or seats", d.ComputerPaths)
+	}
+	return nil
+}
 
 // The answers: status and body in the dialect.
 

@@ -184,6 +184,9 @@ func New(opts Options) (*Emulator, error) {
 	if opts.FaultRate < 0 || opts.FaultRate > 1 {
 		return nil, fmt.Errorf("emulator: fault rate %v outside 0..1", opts.FaultRate)
 	}
+	if err := opts.Dialect.validate(); err != nil {
+		return nil, fmt.Errorf("emulator: %w", err)
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

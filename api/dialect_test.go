@@ -108,6 +108,10 @@ var dialectRows = map[string]func(t *testing.T){
 		if e := apiErr(t, err); e.Code != 500 || e.HTTPStatus != 500 || !e.Temporary() || errors.Is(err, api.ErrMalformedResponse) {
 			t.Errorf("%v: code %d, HTTP %d, temporary %v; want 500, temporary", e, e.Code, e.HTTPStatus, e.Temporary())
 		}
+		// Other refusals keep their body: a 4-digit code is no 5xx.
+		if _, err := v.c.CreateDownload(ctx, api.CreateDownloadRequest{FileIDs: []int64{999999}}); !api.IsNotFound(err) {
+			t.Errorf("a download of a file that does not exist: %v, want 4717 (not found)", err)
+		}
 	},
 	"storage-bytes": func(t *testing.T) {
 		v := dialectClient(t, "storage-bytes")

@@ -302,7 +302,7 @@ var idKeys = map[string]bool{"id": true, "parent_id": true, "machine_id": true, 
 // no body at all).
 func (d Dialect) render(status int, payload envelope) (int, []byte, error) {
 	if code := payload.code(); code != 0 && code != 200 {
-		if code >= 500 && d.Bare5xx {
+		if code >= 500 && code <= 599 && d.Bare5xx {
 			return status, nil, nil
 		}
 		if d.ErrorField {

@@ -26,20 +26,80 @@ type dialectEnv struct {
 	fx emulator.Fixtures
 }
 
-// dialectClient starts the demo organization in the dialect with only the
-// named switch on, and a client of it with fast retries.
+// dialectClient starts the empty seed (one stopped computer with a disk
+// image) in the dialect with only the named switch on, and a client of it
+// with fast retries. A test that needs the demo organization's fixtures
+// calls dialectDemo.
 func dialectClient(t *testing.T, sw string, mods ...func(*api.Options)) *dialectEnv {
+	t.Helper()
+	return startDialect(t, sw, emulator.SeedEmpty, mods...)
+}
+
+// dialectDemo is dialectClient on the demo organization (a running
+// computer, a task, images in every state).
+func dialectDemo(t *testing.T, sw string) *dialectEnv {
+	t.Helper()
+	return startDialect(t, sw, emulator.SeedDemo)
+}
+
+func startDialect(t *testing.T, sw, seed string, mods ...func(*api.Options)) *dialectEnv {
 	t.Helper()
 	d, err := emulator.DialectOf(sw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := emutest.Start(t, emulator.Options{Seed: emulator.SeedDemo, StepDelay: 20 * time.Millisecond, Log: testkit.Quiet(), Dialect: d})
+	s := emutest.Start(t, emulator.Options{Seed: seed, StepDelay: 20 * time.Millisecond, Log: testkit.Quiet(), Dialect: d})
 	opts := api.Options{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: 6}
 	for _, m := range mods {
 		m(&opts)
 	}
 	return &dialectEnv{s: s, c: testkit.Client(t, s, emulator.OrgA, opts), fx: s.Emulator.Fixtures(emulator.OrgA)}
+}
+
+// file puts a file of the shared storage, at its root or in folder parent,
+// on the service (not through the client) and returns its id.
+func (v *dialectEnv) file(t *testing.T, parent int64, name, content string) int64 {
+	t.Helper()
+	if parent == 0 {
+		root, err := v.s.Emulator.RootID(emulator.OrgA, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent = root
+	}
+	id, err := v.s.Emulator.CreateFile(emulator.OrgA, 0, parent, name, strings.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// folder makes a folder at the shared storage's root, on the service, with
+// n files, and returns its id.
+func (v *dialectEnv) folder(t *testing.T, name string, n int) int64 {
+	t.Helper()
+	root, err := v.s.Emulator.RootID(emulator.OrgA, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := v.s.Emulator.CreateDir(emulator.OrgA, 0, root, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		v.file(t, dir, fmt.Sprintf("f%03d", i), fmt.Sprintf("file %d\n", i))
+	}
+	return dir
+}
+
+// image installs an image (Ubuntu 22.04, base image 202) and returns it.
+func (v *dialectEnv) image(t *testing.T, name string) *api.Image {
+	t.Helper()
+	im, err := v.c.InstallImage(t.Context(), api.InstallImageRequest{Name: name, BaseImageID: 202})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return im
 }
 
 // apiErr returns err as an *api.Error, failing the test when it is not one.
@@ -57,6 +117,7 @@ var dialectRows = map[string]func(t *testing.T){
 	"errors-in-200": func(t *testing.T) {
 		v := dialectClient(t, "errors-in-200")
 		ctx := t.Context()
+		v.file(t, 0, "Welcome.txt", "hello")
 		// A refusal in a 200 answer is an error, not a record of zeros.
 		res, err := v.c.CreateFile(ctx, api.CreateFileRequest{Name: "Welcome.txt", Size: 3})
 		if !api.IsExists(err) {
@@ -75,8 +136,9 @@ var dialectRows = map[string]func(t *testing.T){
 		if e := apiErr(t, err); e.Code != 4722 || e.HTTPStatus != 422 || e.Temporary() {
 			t.Fatalf("%v: code %d, HTTP %d; want 4722 at HTTP 422, not temporary", e, e.Code, e.HTTPStatus)
 		}
-		if err := v.c.DeleteImage(t.Context(), v.fx.BuildingImage); !api.IsCode(err, 4213) {
-			t.Errorf("deleting a building image: %v, want 4213", err)
+		im := v.image(t, "not yet")
+		if err := v.c.AssignImage(t.Context(), im.ID, []int64{v.fx.StoppedMachine}); !api.IsCode(err, 4210) {
+			t.Errorf("assigning a pending image: %v, want 4210", err)
 		}
 	},
 	"four-digit-200": func(t *testing.T) {
@@ -88,6 +150,7 @@ var dialectRows = map[string]func(t *testing.T){
 	},
 	"error-field": func(t *testing.T) {
 		v := dialectClient(t, "error-field")
+		v.file(t, 0, "Welcome.txt", "hello")
 		_, err := v.c.CreateFile(t.Context(), api.CreateFileRequest{Name: "Welcome.txt", Size: 3})
 		if e := apiErr(t, err); e.Code != 451 || !strings.Contains(e.Message, "already exists") {
 			t.Fatalf("%v: message %q, want the service's text (under \"error\")", e, e.Message)
@@ -96,6 +159,7 @@ var dialectRows = map[string]func(t *testing.T){
 	"bare-5xx": func(t *testing.T) {
 		v := dialectClient(t, "bare-5xx")
 		ctx := t.Context()
+		v.file(t, 0, "Welcome.txt", "hello")
 		// No body: the status line says it all, and it is retried.
 		v.s.Emulator.InjectError("GET /files", 503, 2)
 		files, err := v.c.SharedFiles(ctx, api.ListFilesRequest{}).Collect()
@@ -119,10 +183,8 @@ var dialectRows = map[string]func(t *testing.T){
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range seats {
-			if s.ID == v.fx.RunningMachine && (s.DiskSize != 150 || s.FileStorageSize != 50) {
-				t.Fatalf("computer %d: disk %v GB, storage %v GB; want 150 and 50 (given in bytes)", s.ID, s.DiskSize, s.FileStorageSize)
-			}
+		if len(seats) != 1 || seats[0].DiskSize != 75 || seats[0].FileStorageSize != 25 {
+			t.Fatalf("%+v: want one computer of 75 GB disk, 25 GB storage (given in bytes)", seats)
 		}
 	},
 	"seats-only":    func(t *testing.T) { computerRoutes(t, "seats-only") },
@@ -154,12 +216,14 @@ var dialectRows = map[string]func(t *testing.T){
 	"no-get-image": func(t *testing.T) {
 		v := dialectClient(t, "no-get-image")
 		ctx := t.Context()
-		for range 2 {
-			im, err := v.c.GetImage(ctx, v.fx.AvailableImage)
-			if err != nil || im.ID != v.fx.AvailableImage || im.Status != api.ImageAvailable {
-				t.Fatalf("GET /images/%d: %+v, %v", v.fx.AvailableImage, im, err)
+		made := v.image(t, "status")
+		testkit.WaitFor(t, 10*time.Second, "the image built", func() bool {
+			im, err := v.c.GetImage(ctx, made.ID)
+			if err != nil {
+				t.Fatalf("GET /images/%d: %v", made.ID, err)
 			}
-		}
+			return im.ID == made.ID && im.Status == api.ImageAvailable
+		})
 		if n := v.s.Emulator.Stats().Requests["unknown"]; n != 1 {
 			t.Errorf("%d requests to no route, want 1: the list serves from the first 404 on", n)
 		}
@@ -215,7 +279,8 @@ var dialectRows = map[string]func(t *testing.T){
 	},
 	"download-id-strings": func(t *testing.T) {
 		v := dialectClient(t, "download-id-strings")
-		rc, job, err := v.c.Bundle(t.Context(), api.BundleRequest{DirectoryID: v.fx.SmallFilesDir, PollInterval: 10 * time.Millisecond})
+		dir := v.folder(t, "bundle", 5)
+		rc, job, err := v.c.Bundle(t.Context(), api.BundleRequest{DirectoryID: dir, PollInterval: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,8 +289,8 @@ var dialectRows = map[string]func(t *testing.T){
 		if err != nil || job.ID == 0 || job.Status != api.DownloadUploaded {
 			t.Fatalf("job %+v, %v", job, err)
 		}
-		if entries := testkit.Unzip(t, zipped); len(entries) < 300 {
-			t.Fatalf("%d entries, want the folder's 300 files", len(entries))
+		if entries := testkit.Unzip(t, zipped); len(entries) != 5 {
+			t.Fatalf("%d entries, want the folder's 5 files", len(entries))
 		}
 	},
 	"image-size-bytes": func(t *testing.T) {
@@ -290,25 +355,29 @@ var dialectRows = map[string]func(t *testing.T){
 		if err != nil || len(seats) == 0 || seats[0].ID == 0 || seats[0].Machine == nil || seats[0].Machine.ID != seats[0].ID {
 			t.Fatalf("%+v, %v", seats, err)
 		}
-		im, err := v.c.GetImage(ctx, v.fx.AvailableImage)
-		if err != nil || im.ID != v.fx.AvailableImage {
+		made := v.image(t, "ids")
+		if made.ID == 0 {
+			t.Fatalf("%+v", made)
+		}
+		im, err := v.c.GetImage(ctx, made.ID)
+		if err != nil || im.ID != made.ID {
 			t.Fatalf("%+v, %v", im, err)
 		}
-		mu, err := v.c.MachineUsage(ctx, v.fx.RunningMachine)
-		if err != nil || mu.MachineID != v.fx.RunningMachine {
+		mu, err := v.c.MachineUsage(ctx, v.fx.StoppedMachine)
+		if err != nil || mu.MachineID != v.fx.StoppedMachine {
 			t.Fatalf("%+v, %v", mu, err)
 		}
 	},
 	"next-page-absent": func(t *testing.T) {
 		v := dialectClient(t, "next-page-absent", func(o *api.Options) { o.PerPage = 7 })
 		ctx := t.Context()
-		before := v.s.Emulator.Stats().Requests["GET /files"]
-		files, err := v.c.SharedFiles(ctx, api.ListFilesRequest{ParentID: v.fx.SmallFilesDir}).Collect()
-		if err != nil || len(files) != 300 {
-			t.Fatalf("%d files, %v; want 300", len(files), err)
+		dir := v.folder(t, "pages", 30)
+		files, err := v.c.SharedFiles(ctx, api.ListFilesRequest{ParentID: dir}).Collect()
+		if err != nil || len(files) != 30 {
+			t.Fatalf("%d files, %v; want 30", len(files), err)
 		}
-		if n := v.s.Emulator.Stats().Requests["GET /files"] - before; n != 43 {
-			t.Errorf("%d pages asked for 300 files at 7 a page, want 43", n)
+		if n := v.s.Emulator.Stats().Requests["GET /files"]; n != 5 {
+			t.Errorf("%d pages asked for 30 files at 7 a page, want 5", n)
 		}
 	},
 	"name-required": func(t *testing.T) {
@@ -349,7 +418,7 @@ var dialectRows = map[string]func(t *testing.T){
 // computerRoutes reaches every computer route of the client in a dialect
 // that serves one path form alone.
 func computerRoutes(t *testing.T, sw string) {
-	v := dialectClient(t, sw)
+	v := dialectDemo(t, sw)
 	ctx := t.Context()
 	if files, err := v.c.MachineFiles(ctx, v.fx.RunningMachine, api.ListFilesRequest{}).Collect(); err != nil || len(files) == 0 {
 		t.Fatalf("files: %d, %v", len(files), err)
@@ -391,6 +460,7 @@ func computerRoutes(t *testing.T, sw string) {
 func timestamps(t *testing.T, sw string) {
 	v := dialectClient(t, sw)
 	ctx := t.Context()
+	v.folder(t, "times", 3)
 	files, err := v.c.SharedFiles(ctx, api.ListFilesRequest{}).Collect()
 	if err != nil || len(files) == 0 {
 		t.Fatal(len(files), err)
@@ -400,7 +470,7 @@ func timestamps(t *testing.T, sw string) {
 			t.Fatalf("%s: last modified %v", f.Name, f.LastModified)
 		}
 	}
-	im, err := v.c.GetImage(ctx, v.fx.AvailableImage)
+	im, err := v.c.GetImage(ctx, v.image(t, "times").ID)
 	if err != nil || im.CreatedAt.IsZero() || im.UpdatedAt.IsZero() {
 		t.Fatalf("%+v, %v", im, err)
 	}

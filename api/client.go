@@ -13,6 +13,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,7 +72,24 @@ type Options struct {
 	// jitter between attempts.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
+	// AccessUnit is the unit the service reads expires_in of an access link
+	// in: AccessUnitAuto (judged from the expiry of the first link it
+	// answers; minutes until then), AccessUnitMinutes (the interface
+	// document) or AccessUnitSeconds (the official example client).
+	// Default: the environment's ORGFS_API_ACCESS_UNIT, else auto.
+	AccessUnit string
 }
+
+// AccessUnitEnv names the environment variable that sets the default of
+// Options.AccessUnit.
+const AccessUnitEnv = "ORGFS_API_ACCESS_UNIT"
+
+// Values of Options.AccessUnit.
+const (
+	AccessUnitAuto    = "auto"
+	AccessUnitMinutes = "minutes"
+	AccessUnitSeconds = "seconds"
+)
 
 // DefaultOptions returns the defaults of every Options field: the one place
 // where they are written.
@@ -86,6 +105,7 @@ func DefaultOptions() Options {
 		MaxRetryTime:   2 * time.Minute,
 		BaseBackoff:    250 * time.Millisecond,
 		MaxBackoff:     15 * time.Second,
+		AccessUnit:     cmp.Or(os.Getenv(AccessUnitEnv), AccessUnitAuto),
 	}
 }
 
@@ -100,6 +120,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxRetryTime, "api-max-retry-time", fill.MaxRetryTime, "time after which a failing API call is not retried")
 	fs.DurationVar(&o.BaseBackoff, "api-backoff", fill.BaseBackoff, "first retry backoff (grows exponentially, with jitter)")
 	fs.DurationVar(&o.MaxBackoff, "api-max-backoff", fill.MaxBackoff, "largest retry backoff")
+	fs.StringVar(&o.AccessUnit, "api-access-unit", fill.AccessUnit, "unit the service reads an access link's expires_in in: auto (told by the first link's expiry), minutes or seconds")
 }
 
 // withDefaults returns o with every zero field set to its default.
@@ -135,6 +156,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxBackoff == 0 {
 		o.MaxBackoff = d.MaxBackoff
 	}
+	if o.AccessUnit == "" {
+		o.AccessUnit = d.AccessUnit
+	}
 	return o
 }
 
@@ -156,6 +180,8 @@ func (o Options) Validate() error {
 		return errors.New("api: options: backoffs must not be negative")
 	case o.MaxBackoff < o.BaseBackoff:
 		return errors.New("api: options: the max backoff must not be less than the base backoff")
+	case o.AccessUnit != AccessUnitAuto && o.AccessUnit != AccessUnitMinutes && o.AccessUnit != AccessUnitSeconds:
+		return fmt.Errorf("api: options: access unit %q (%s or --api-access-unit): want auto, minutes or seconds", o.AccessUnit, AccessUnitEnv)
 	}
 	return nil
 }
@@ -175,6 +201,9 @@ type Client struct {
 	opts Options
 	// mutable state (atomic)
 	stats statsRegistry
+	// what the client learned of the service's reading of the contract
+	// (dialect.go)
+	dialect learnedDialect
 }
 
 // String describes the client without its credentials.

@@ -27,8 +27,10 @@ type FileList struct {
 	c   *Client
 	ctx context.Context
 	// constants
-	op, path string
-	query    url.Values
+	op, path  string
+	query     url.Values
+	machineID int64  // a computer's storage: its id, for computerCall
+	suffix    string // a computer's storage: the route's suffix ("files"); "" for the others
 
 	mu      sync.Mutex
 	current *File // guarded by mu
@@ -78,13 +80,16 @@ func (c *Client) SharedFiles(ctx context.Context, req ListFilesRequest) *FileLis
 	return c.fileList(ctx, opSharedFiles, "/files", req, nil)
 }
 
-// MachineFiles lists a folder of a computer's storage (GET /machines/{id}/files).
+// MachineFiles lists a folder of a computer's storage (GET /machines/{id}/files,
+// or /seats/{id}/files where the service serves that form alone).
 func (c *Client) MachineFiles(ctx context.Context, machineID int64, req ListFilesRequest) *FileList {
 	extra := url.Values{}
 	if req.TaskID != 0 {
 		extra.Set("task_id", strconv.FormatInt(req.TaskID, 10))
 	}
-	return c.fileList(ctx, opMachineFiles, pathf("/machines/%d/files", machineID), req, extra)
+	l := c.fileList(ctx, opMachineFiles, pathf("/machines/%d/files", machineID), req, extra)
+	l.machineID, l.suffix = machineID, "files"
+	return l
 }
 
 // Recordings lists a folder of the session recordings (GET /files/recordings).

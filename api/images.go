@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"iter"
 	"net/url"
 )
@@ -26,13 +28,38 @@ func (c *Client) Images(ctx context.Context, query string) iter.Seq2[Image, erro
 	return paginate(ctx, "GET /images", fetch, func(im *Image) int64 { return im.ID })
 }
 
-// GetImage returns one image (GET /images/{id}).
+// GetImage returns one image (GET /images/{id}). The interface document
+// refers to that route without showing it; where the service answers it 404
+// for an image its list holds, the image is read from the list
+// (GET /images), then and from then on.
 func (c *Client) GetImage(ctx context.Context, id int64) (*Image, error) {
-	var out imageAnswer
-	if _, err := c.do(ctx, call{op: opGetImage, method: "GET", path: pathf("/images/%d", id), out: &out}); err != nil {
-		return nil, err
+	var notFound error
+	if !c.dialect.noGetImage.Load() {
+		var out imageAnswer
+		_, err := c.do(ctx, call{op: opGetImage, method: "GET", path: pathf("/images/%d", id), out: &out})
+		if err == nil {
+			return &out.Image, nil
+		}
+		if !IsCode(err, CodeNotFound) {
+			return nil, err
+		}
+		notFound = err
 	}
-	return &out.Image, nil
+	for im, err := range c.Images(ctx, "") {
+		if err != nil {
+			return nil, err
+		}
+		if im.ID == id {
+			if notFound != nil && c.dialect.noGetImage.CompareAndSwap(false, true) {
+				c.log.Debug("api: GET /images/{id} answers 404 for a listed image; images are read from the list")
+			}
+			return &im, nil
+		}
+	}
+	if notFound == nil {
+		notFound = &Error{Op: pathf("GET /images/%d", id), Code: CodeNotFound, Message: "no such image in GET /images"}
+	}
+	return nil, notFound
 }
 
 // imageAnswer is an answer carrying one image object at the top level (as
@@ -55,13 +82,20 @@ func (a *imageAnswer) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &a.Image)
 }
 
-// CreateImage creates an image from a stopped computer (POST /images). An
-// empty name lets the service generate one ("Template #<id>"). The build is
-// asynchronous: the image starts pending. Not retried unless provably unsent.
+// CreateImage creates an image from a stopped computer (POST /images). The
+// name is always sent (the schema requires it): an empty one is sent as
+// "Template of computer <id>". The build is asynchronous: the image starts
+// pending. Not retried unless provably unsent.
 func (c *Client) CreateImage(ctx context.Context, machineID int64, name string) (*Image, error) {
+	if name == "" {
+		name = fmt.Sprintf("Template of computer %d", machineID)
+		if len(name) > maxImageName {
+			name = fmt.Sprintf("Template %d", machineID)
+		}
+	}
 	body := struct {
 		MachineID int64  `json:"machine_id"`
-		Name      string `json:"name,omitempty"`
+		Name      string `json:"name"`
 	}{machineID, name}
 	var out imageAnswer
 	if _, err := c.do(ctx, call{op: opCreateImage, method: "POST", path: "/images", body: body, out: &out}); err != nil {
@@ -70,27 +104,45 @@ func (c *Client) CreateImage(ctx context.Context, machineID int64, name string) 
 	return &out.Image, nil
 }
 
+// maxImageName is the longest image name the service takes, in characters.
+const maxImageName = 30
+
 // InstallImageRequest is the body of POST /images/install.
 type InstallImageRequest struct {
-	Name        string  // optional, at most 30 characters; generated when empty
+	Name        string  // optional, at most 30 characters; "Template #<base image id>" when empty
 	SoftwareIDs []int64 // ids from Software; empty installs only the base image
 	BaseImageID int64   // 0: the latest base image
 }
 
 // InstallImage creates an image by installing software on a base image
-// (POST /images/install). Asynchronous: the image starts pending. Not
-// retried unless provably unsent.
+// (POST /images/install). Name and base_image_id are always sent (the
+// schema requires both): without a base image, the latest is asked for by
+// its id (the highest id of GET /software), and without a name, the one the
+// service would give ("Template #<base image id>"). Asynchronous: the image
+// starts pending. Not retried unless provably unsent.
 func (c *Client) InstallImage(ctx context.Context, req InstallImageRequest) (*Image, error) {
+	if req.BaseImageID == 0 {
+		cat, err := c.Software(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range cat.BaseImages {
+			req.BaseImageID = max(req.BaseImageID, b.ID)
+		}
+		if req.BaseImageID == 0 {
+			return nil, &Error{Op: "POST /images/install", Err: errors.New("the service lists no base image (GET /software)")}
+		}
+	}
+	if req.Name == "" {
+		req.Name = fmt.Sprintf("Template #%d", req.BaseImageID)
+	}
 	body := struct {
-		Name        string  `json:"name,omitempty"`
+		Name        string  `json:"name"`
 		SoftwareIDs []int64 `json:"software_ids"`
-		BaseImageID *int64  `json:"base_image_id,omitempty"`
-	}{Name: req.Name, SoftwareIDs: req.SoftwareIDs}
+		BaseImageID int64   `json:"base_image_id"`
+	}{Name: req.Name, SoftwareIDs: req.SoftwareIDs, BaseImageID: req.BaseImageID}
 	if body.SoftwareIDs == nil {
 		body.SoftwareIDs = []int64{}
-	}
-	if req.BaseImageID != 0 {
-		body.BaseImageID = &req.BaseImageID
 	}
 	var out imageAnswer
 	if _, err := c.do(ctx, call{op: opInstallImage, method: "POST", path: "/images/install", body: body, out: &out}); err != nil {

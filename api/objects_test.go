@@ -393,12 +393,19 @@ func TestChunkSizeChoice(t *testing.T) {
 		{12 * mib, 0, 0, 3, 4 * mib},
 		{0, 5, 5, 1, 5 * mib},
 	} {
-		got, err := planPartSize(tt.size, tt.answered, tt.requested, tt.n)
+		got, _, err := planPartSize(tt.size, tt.answered, tt.requested, tt.n, 0)
 		if err != nil || got != tt.want {
 			t.Errorf("planPartSize(%+v) = %d, %v", tt, got, err)
 		}
 	}
-	if _, err := planPartSize(10, 5, 5, 0); err == nil {
+	// The unit the count proves is told; where both fit, the one given wins.
+	if got, told, _ := planPartSize(10_000_001, 0, 5, 3, 0); got != 5_000_000 || told != unitMB {
+		t.Errorf("three 5 MB parts: %d, told %d", got, told)
+	}
+	if got, told, _ := planPartSize(10_000_000, 5, 5, 2, unitMB); got != 5_000_000 || told != 0 {
+		t.Errorf("two parts either way, MB told before: %d, told %d", got, told)
+	}
+	if _, _, err := planPartSize(10, 5, 5, 0, 0); err == nil {
 		t.Error("no URLs accepted")
 	}
 }

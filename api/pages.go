@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -23,7 +24,20 @@ type filesPage struct {
 // the folder and count are kept (Current, Count).
 func (l *FileList) page(ctx context.Context, page int64) (filesPage, error) {
 	var p filesPage
-	_, err := l.c.do(ctx, call{op: l.op, method: "GET", path: l.path, query: l.c.pageQuery(l.query, page), out: &p})
+	cl := call{op: l.op, method: "GET", path: l.path, query: l.c.pageQuery(l.query, page), out: &p}
+	var err error
+	if l.suffix != "" {
+		var learn *call
+		if l.query.Has("task_id") {
+			// A task's folders: only the /machines form documents
+			// task_id, so the form is learned from a plain listing.
+			plain := call{op: l.op, method: "GET", query: url.Values{"parent_id": {"0"}, "per_page": {"1"}}}
+			learn = &plain
+		}
+		_, err = l.c.computerCall(ctx, cl, l.machineID, l.suffix, learn)
+	} else {
+		_, err = l.c.do(ctx, cl)
+	}
 	if err == nil && page == 1 {
 		l.mu.Lock()
 		l.current, l.count = p.Current, int64(p.Count)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"iter"
 	"net/url"
+	"time"
 )
 
 // CreateSeatsRequest is the body of POST /seats.
@@ -91,7 +92,7 @@ func (c *Client) StartMachine(ctx context.Context, machineID int64, opts StartOp
 		MachineTypeID int64  `json:"machine_type_id,omitempty"`
 		Region        string `json:"region,omitempty"`
 	}{opts.MachineTypeID, opts.Region}
-	_, err := c.do(ctx, call{op: opStartMachine, method: "POST", path: pathf("/machines/%d/start", machineID), body: body})
+	_, err := c.computerCall(ctx, call{op: opStartMachine, method: "POST", body: body}, machineID, "start", nil)
 	return err
 }
 
@@ -101,34 +102,68 @@ func (c *Client) StopMachine(ctx context.Context, machineID int64, gracefully bo
 	body := struct {
 		Gracefully bool `json:"gracefully"`
 	}{gracefully}
-	_, err := c.do(ctx, call{op: opStopMachine, method: "POST", path: pathf("/machines/%d/stop", machineID), body: body})
+	_, err := c.computerCall(ctx, call{op: opStopMachine, method: "POST", body: body}, machineID, "stop", nil)
 	return err
 }
 
 // AccessLink returns a link to access a computer (POST /machines/{id}/access),
-// valid expiresInMinutes minutes (0: the service default). The link is a
-// credential: never log it. Retried (each attempt only makes a fresh link).
+// valid expiresInMinutes minutes (0: the service default). The interface
+// document counts expires_in in minutes, the example client in seconds:
+// with Options.AccessUnit auto, the first link's lifetime tells which (a
+// link of N minutes that lives N seconds), and a link that came out in
+// seconds is asked again in the service's unit. The link is a credential:
+// never log it. Retried (each attempt only makes a fresh link).
 func (c *Client) AccessLink(ctx context.Context, machineID int64, expiresInMinutes int) (*AccessLink, error) {
+	unit := c.accessUnitFor()
+	w, err := c.accessLink(ctx, machineID, expiresInMinutes, unit)
+	if err != nil || c.opts.AccessUnit != AccessUnitAuto || c.dialect.accessUnit.Load() != accessUnknown {
+		return w, err
+	}
+	switch judgeAccessUnit(expiresInMinutes, w.ExpiresAt, w.answered) {
+	case accessMinutes:
+		c.dialect.accessUnit.CompareAndSwap(accessUnknown, accessMinutes)
+	case accessSeconds:
+		if c.dialect.accessUnit.CompareAndSwap(accessUnknown, accessSeconds) {
+			c.log.Info("api: the service reads an access link's expires_in in seconds; asking in seconds from now on")
+		}
+		return c.accessLink(ctx, machineID, expiresInMinutes, accessSeconds)
+	}
+	return w, nil
+}
+
+// accessLink asks for one link of minutes minutes, sent in unit.
+func (c *Client) accessLink(ctx context.Context, machineID int64, minutes int, unit int32) (*AccessLink, error) {
+	n := minutes
+	if unit == accessSeconds {
+		n = minutes * 60
+	}
 	body := struct {
 		ExpiresIn int `json:"expires_in,omitempty"`
-	}{expiresInMinutes}
+	}{n}
 	var w accessAnswer
-	if _, err := c.do(ctx, call{op: opAccessLink, method: "POST", path: pathf("/machines/%d/access", machineID), body: body, out: &w}); err != nil {
+	if _, err := c.computerCall(ctx, call{op: opAccessLink, method: "POST", body: body, out: &w}, machineID, "access", nil); err != nil {
 		return nil, err
 	}
+	w.link.answered = time.Time(w.Timestamp)
 	return &w.link, nil
 }
 
-// accessAnswer is the access link at the top level, or under "data".
-type accessAnswer struct{ link AccessLink }
+// accessAnswer is the access link at the top level, or under "data", and
+// the envelope's timestamp.
+type accessAnswer struct {
+	link      AccessLink
+	Timestamp flexTime
+}
 
 func (a *accessAnswer) UnmarshalJSON(b []byte) error {
 	var w struct {
-		Data json.RawMessage `json:"data"`
+		Data      json.RawMessage `json:"data"`
+		Timestamp flexTime        `json:"timestamp"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	a.Timestamp = w.Timestamp
 	if len(w.Data) > 0 && w.Data[0] == '{' {
 		return json.Unmarshal(w.Data, &a.link)
 	}
@@ -138,7 +173,7 @@ func (a *accessAnswer) UnmarshalJSON(b []byte) error {
 // ResetMachine erases a computer's files and data and reverts it to its
 // initial image (POST /machines/{id}/reset). Not retried unless provably unsent.
 func (c *Client) ResetMachine(ctx context.Context, machineID int64) error {
-	_, err := c.do(ctx, call{op: opResetMachine, method: "POST", path: pathf("/machines/%d/reset", machineID), body: emptyBody})
+	_, err := c.computerCall(ctx, call{op: opResetMachine, method: "POST", body: emptyBody}, machineID, "reset", nil)
 	return err
 }
 
@@ -149,7 +184,7 @@ func (c *Client) MachineTypes(ctx context.Context, machineID int64) ([]MachineTy
 		MachineTypes []MachineType   `json:"machine_types"`
 		Data         json.RawMessage `json:"data"` // tolerated wrapper
 	}
-	if _, err := c.do(ctx, call{op: opMachineTypes, method: "GET", path: pathf("/machines/%d/available-machine-types", machineID), out: &w}); err != nil {
+	if _, err := c.computerCall(ctx, call{op: opMachineTypes, method: "GET", out: &w}, machineID, "available-machine-types", nil); err != nil {
 		return nil, err
 	}
 	if w.MachineTypes == nil && len(w.Data) > 0 && w.Data[0] == '[' {
@@ -168,7 +203,7 @@ func (c *Client) SetMachineType(ctx context.Context, machineID, machineTypeID in
 	body := struct {
 		MachineTypeID int64 `json:"machine_type_id"`
 	}{machineTypeID}
-	_, err := c.do(ctx, call{op: opSetMachineType, method: "POST", path: pathf("/machines/%d/machine-type", machineID), body: body})
+	_, err := c.computerCall(ctx, call{op: opSetMachineType, method: "POST", body: body}, machineID, "machine-type", nil)
 	return err
 }
 
@@ -182,7 +217,7 @@ func (c *Client) ListContent(ctx context.Context, machineID int64, path string) 
 	var w struct {
 		Content []ContentEntry `json:"content"`
 	}
-	if _, err := c.do(ctx, call{op: opListContent, method: "POST", path: pathf("/machines/%d/list-content", machineID), body: body, out: &w}); err != nil {
+	if _, err := c.computerCall(ctx, call{op: opListContent, method: "POST", body: body, out: &w}, machineID, "list-content", nil); err != nil {
 		return nil, err
 	}
 	return w.Content, nil

@@ -209,7 +209,7 @@ type Image struct {
 	ID        int64           `json:"id"`
 	Type      string          `json:"type,omitempty"` // "image"
 	Name      string          `json:"name"`
-	Size      Size            `json:"size"`   // documented in GB (5% buffer for installed images); unit ambiguous
+	Size      Size            `json:"size"`   // GB (5% buffer for installed images); a byte count the service gives is converted
 	Status    string          `json:"status"` // ImagePending, ImageBuilding, ImageAvailable, ImageFailed
 	Source    string          `json:"source"` // ImageSourcePreInstallation or ImageSourceSeat
 	CreatedAt time.Time       `json:"created_at"`
@@ -239,7 +239,7 @@ func (im *Image) UnmarshalJSON(b []byte) error {
 		id = int64(*a.ID) // attributes.id is the numeric id
 	}
 	*im = Image{
-		ID: id, Type: string(r.Type), Name: string(a.Name), Size: a.Size, Status: string(a.Status),
+		ID: id, Type: string(r.Type), Name: string(a.Name), Size: imageGBOf(a.Size), Status: string(a.Status),
 		Source: string(a.Source), CreatedAt: time.Time(a.CreatedAt), UpdatedAt: time.Time(a.UpdatedAt),
 		Softwares: []ImageSoftware(a.Softwares),
 	}
@@ -251,7 +251,7 @@ type ImageSoftware struct {
 	ID   int64  `json:"id"`
 	Type string `json:"type,omitempty"` // "software"
 	Name string `json:"name"`
-	Size Size   `json:"size"`
+	Size Size   `json:"size"` // bytes; a size in GB the service gives is converted
 }
 
 // UnmarshalJSON decodes the service's software object (or the flattened form).
@@ -269,7 +269,7 @@ func (s *ImageSoftware) UnmarshalJSON(b []byte) error {
 	if a.ID != nil && *a.ID != 0 {
 		id = int64(*a.ID)
 	}
-	*s = ImageSoftware{ID: id, Type: string(r.Type), Name: string(a.Name), Size: a.Size}
+	*s = ImageSoftware{ID: id, Type: string(r.Type), Name: string(a.Name), Size: softwareBytesOf(a.Size)}
 	return nil
 }
 
@@ -313,7 +313,7 @@ type SoftwareCatalog struct {
 type Software struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
-	Size Size   `json:"size"` // documented in bytes; may be fractional
+	Size Size   `json:"size"` // bytes, maybe fractional; a size in GB the service gives (0.35) is converted
 }
 
 // UnmarshalJSON decodes the record leniently.
@@ -330,7 +330,7 @@ func (s *Software) UnmarshalJSON(b []byte) error {
 	if a.ID == 0 {
 		a.ID = r.ID
 	}
-	*s = Software{ID: int64(a.ID), Name: string(a.Name), Size: a.Size}
+	*s = Software{ID: int64(a.ID), Name: string(a.Name), Size: softwareBytesOf(a.Size)}
 	return nil
 }
 
@@ -447,8 +447,8 @@ type Seat struct {
 	Status            string          `json:"status"`
 	FriendlyStatus    string          `json:"friendly_status"` // SeatOff, SeatReady, ...
 	AutoStopThreshold int64           `json:"auto_stop_threshold"`
-	FileStorageSize   Size            `json:"file_storage_size"` // documented as bytes; examples read as GB
-	DiskSize          Size            `json:"disk_size"`         // documented as bytes; examples read as GB
+	FileStorageSize   Size            `json:"file_storage_size"` // GB, as the examples read (documented as bytes: a byte count is converted, GB of 2^30 bytes)
+	DiskSize          Size            `json:"disk_size"`         // GB, as file_storage_size
 	NetworkCredit     int64           `json:"network_credit"`
 	RemainingUsage    int64           `json:"remaining_usage"`
 	DepositedUsage    int64           `json:"deposited_usage"`
@@ -495,7 +495,7 @@ func (s *Seat) UnmarshalJSON(b []byte) error {
 	*s = Seat{
 		ID: int64(r.ID), Type: string(r.Type), Name: string(a.Name), Status: string(a.Status),
 		FriendlyStatus: string(a.FriendlyStatus), AutoStopThreshold: int64(a.AutoStopThreshold),
-		FileStorageSize: a.FileStorageSize, DiskSize: a.DiskSize, NetworkCredit: int64(a.NetworkCredit),
+		FileStorageSize: gbOf(a.FileStorageSize), DiskSize: gbOf(a.DiskSize), NetworkCredit: int64(a.NetworkCredit),
 		RemainingUsage: int64(a.RemainingUsage), DepositedUsage: int64(a.DepositedUsage),
 		AssignedImageID: a.AssignedImageID.ptr(), AssignedImageName: a.AssignedImageName.ptr(),
 		UsageSource: string(a.UsageSource), Permissions: a.Permissions, User: a.User, Machine: a.Machine,
@@ -569,6 +569,8 @@ type AccessLink struct {
 	UID            string    `json:"uid"`
 	ConnectionLink string    `json:"connection_link"`
 	ExpiresAt      time.Time `json:"expires_at"`
+
+	answered time.Time // the answer's timestamp (AccessLink's judge of the unit)
 }
 
 // UnmarshalJSON decodes the service's access object (or the flattened form).

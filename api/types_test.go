@@ -25,15 +25,16 @@ func TestDecodeImageShapes(t *testing.T) {
 	decodeOK(t, list, &p)
 	im := p.Images[0]
 	if im.ID != 17 || im.Name != "Dev" || im.Size != 52.5 || im.Status != ImageAvailable || len(im.Softwares) != 1 ||
-		im.Softwares[0].ID != 3 || im.Softwares[0].Size != 1.5 || im.CreatedAt.IsZero() || p.NextPage != nil {
+		im.Softwares[0].ID != 3 || im.Softwares[0].Size != 1.5e9 || im.CreatedAt.IsZero() || p.NextPage != nil { // 1.5 reads as GB
 		t.Fatalf("%+v", im)
 	}
-	// The install endpoint's shape: softwares wrapped in {data}, a byte-scale size, the id only as a string.
+	// The install endpoint's shape: softwares wrapped in {data}, a byte-scale size (read as GB), the id only as a string.
 	install := `{"client_code":200,"id":"18","type":"image","attributes":{"name":"Tpl","size":13958643712,"status":"pending",
 	  "source":"pre_installation","softwares":{"data":[{"id":"4","type":"software","attributes":{"id":4,"name":"Git","size":55000000}}]}}}`
 	var a imageAnswer
 	decodeOK(t, install, &a)
-	if a.Image.ID != 18 || a.Image.Size.Int64() != 13958643712 || len(a.Image.Softwares) != 1 || a.Image.Softwares[0].Name != "Git" {
+	if a.Image.ID != 18 || a.Image.Size != 13.96 || len(a.Image.Softwares) != 1 || a.Image.Softwares[0].Name != "Git" ||
+		a.Image.Softwares[0].Size != 55000000 {
 		t.Fatalf("%+v", a.Image)
 	}
 	// Null softwares; null times.
@@ -123,8 +124,8 @@ func TestDecodeSoftwareAndOthers(t *testing.T) {
 		Software   []Software  `json:"software"`
 		BaseImages []BaseImage `json:"base_images"`
 	}
-	decodeOK(t, `{"software":[{"id":1,"name":"A","size":123.75}],"base_images":[{"id":"2","name":"Win","size":30000000000,"type":"base_image"}]}`, &cat)
-	if cat.Software[0].Size != 123.75 || cat.BaseImages[0].ID != 2 || cat.BaseImages[0].Size.Int64() != 30000000000 {
+	decodeOK(t, `{"software":[{"id":1,"name":"A","size":123000000.75},{"id":5,"name":"B","size":0.35}],"base_images":[{"id":"2","name":"Win","size":30000000000,"type":"base_image"}]}`, &cat)
+	if cat.Software[0].Size != 123000000.75 || cat.Software[1].Size != 350000000 || cat.BaseImages[0].ID != 2 || cat.BaseImages[0].Size.Int64() != 30000000000 {
 		t.Fatalf("%+v", cat)
 	}
 	var mt struct {

@@ -104,31 +104,50 @@ func ceilDiv(a, b int64) int64 {
 // partsFor is the number of parts of size bytes cut in chunk-byte parts.
 func partsFor(size, chunk int64) int64 { return max(1, ceilDiv(size, chunk)) }
 
+// Units of chunk_size: MiB (the emulator's reading) or decimal MB.
+const (
+	unitMiB = mib
+	unitMB  = 1_000_000
+)
+
 // planPartSize finds the part boundaries of an upload: parts of the chunk
-// size the service answered, or else the one requested, read as MiB (as the
-// emulator does) or as decimal MB, whichever cuts size into exactly n parts
-// (n = the number of upload URLs); failing both, n even parts.
-func planPartSize(size, answeredMB, requestedMB int64, n int) (int64, error) {
+// size the service answered, or else the one requested, read as MiB or as
+// decimal MB, whichever cuts size into exactly n parts (n = the number of
+// upload URLs); when both do, in unit (the one an earlier upload told, MiB
+// until one did); failing both, n even parts. told is the unit the count
+// proved (the only one that fits), or 0.
+func planPartSize(size, answeredMB, requestedMB int64, n int, unit int64) (part, told int64, err error) {
 	if n <= 0 {
-		return 0, errors.New("no upload URLs in the answer")
+		return 0, 0, errors.New("no upload URLs in the answer")
+	}
+	units := []int64{unitMiB, unitMB}
+	if unit == unitMB {
+		units = []int64{unitMB, unitMiB}
 	}
 	for _, mb := range []int64{answeredMB, requestedMB} {
 		if mb <= 0 {
 			continue
 		}
-		for _, unit := range []int64{mib, 1_000_000} {
-			if partsFor(size, mb*unit) == int64(n) {
-				return mb * unit, nil
+		var fit []int64
+		for _, u := range units {
+			if partsFor(size, mb*u) == int64(n) {
+				fit = append(fit, u)
 			}
+		}
+		switch len(fit) {
+		case 1:
+			return mb * fit[0], fit[0], nil
+		case 2:
+			return mb * fit[0], 0, nil
 		}
 	}
 	if even := ceilDiv(size, int64(n)); even > 0 && partsFor(size, even) == int64(n) {
-		return even, nil
+		return even, 0, nil
 	}
 	if size == 0 && n == 1 {
-		return 0, nil
+		return 0, 0, nil
 	}
-	return 0, fmt.Errorf("%d upload URLs do not fit a file of %d bytes", n, size)
+	return 0, 0, fmt.Errorf("%d upload URLs do not fit a file of %d bytes", n, size)
 }
 
 // Upload uploads a file: POST /files, then the parts PUT in parallel to
@@ -176,8 +195,12 @@ func (c *Client) Upload(ctx context.Context, req UploadRequest) (*UploadResult, 
 	}
 	partSize := int64(0)
 	if len(urls) > 0 || req.Size > 0 {
-		if partSize, err = planPartSize(req.Size, init.ChunkSize, chunkMB, len(urls)); err != nil {
+		var told int64
+		if partSize, told, err = planPartSize(req.Size, init.ChunkSize, chunkMB, len(urls), c.dialect.chunkUnit.Load()); err != nil {
 			return fail(&Error{Op: "POST /files", HTTPStatus: 200, Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err)})
+		}
+		if told != 0 && c.dialect.chunkUnit.Swap(told) != told {
+			c.log.WithField("unit_bytes", told).Debug("api: the number of upload URLs tells the unit of chunk_size")
 		}
 	}
 	pr := newProgress(req.Progress, req.Size, len(urls))

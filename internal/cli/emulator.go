@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +38,7 @@ type emulatorOptions struct {
 	BenchFileSize  units.Size
 	BenchHuge      int
 	BenchTree      int
+	Dialect        string
 	Log            logging.Options
 }
 
@@ -46,6 +48,7 @@ func defaultEmulatorOptions() emulatorOptions {
 		ObjectsListen: "127.0.0.1:0",
 		Seed:          "demo",
 		StepDelay:     2 * time.Second,
+		Dialect:       emulator.DialectDefault,
 		Log:           logging.Defaults(),
 	}
 }
@@ -54,6 +57,11 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	o := defaultEmulatorOptions()
 	fs := newFlagSet("emulator", "", stdout)
 	o.addFlags(fs)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		printDialectSwitches(stdout)
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -62,6 +70,10 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := o.validate(); err != nil {
 		return err
+	}
+	dialect, err := emulator.ParseDialect(o.Dialect)
+	if err != nil {
+		return usagef("--dialect: %v", err)
 	}
 	log, closer, err := o.Log.New()
 	if err != nil {
@@ -84,6 +96,7 @@ func runEmulator(args []string, stdout, stderr io.Writer) error {
 		BenchFileSize:  int64(o.BenchFileSize),
 		BenchHugeFiles: o.BenchHuge,
 		BenchTreeFiles: o.BenchTree,
+		Dialect:        dialect,
 		Log:            log,
 	}, o.Listen, o.ObjectsListen)
 	if err != nil {
@@ -127,6 +140,7 @@ func (o *emulatorOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.FaultRate, "fault-rate", o.FaultRate, "fraction (0..1) of requests that fail: 500/503 answers, connections reset mid-body, answers dropped")
 	fs.Int64Var(&o.FaultSeed, "fault-seed", o.FaultSeed, "seed of the fault sequence (the same seed gives the same faults)")
 	fs.Var((*units.Duration)(&o.ClockOffset), "clock-offset", "run the emulator's clock this far off the machine's, e.g. 10m or -10m (signatures outside ±5m of it are refused: a desk with a wrong clock)")
+	fs.StringVar(&o.Dialect, "dialect", o.Dialect, "how to read the contract where it is ambiguous: default, other (every switch below flipped), or switches separated by commas, alone or after other (other,four-digit-200)")
 	o.Log.AddFlags(fs)
 }
 
@@ -147,6 +161,9 @@ func (o *emulatorOptions) printBanner(stdout io.Writer, srv *emulator.Server, cr
 	} else if off < 0 {
 		fmt.Fprintf(stdout, "  clock: %s behind this machine's (--clock-offset)\n", units.FormatDuration(-off))
 	}
+	if d := srv.Emulator.Dialect(); d != (emulator.Dialect{}) {
+		fmt.Fprintf(stdout, "  dialect: %s (%s)\n", d, strings.Join(d.Switches(), ", "))
+	}
 	for _, c := range srv.Credentials() {
 		fmt.Fprintf(stdout, "  %s credentials: %s\n", c.Name, filepath.Join(credDir, c.Name+".json"))
 	}
@@ -166,4 +183,13 @@ func (o *emulatorOptions) validate() error {
 		return usagef("--stream-rate cannot be negative")
 	}
 	return nil
+}
+
+// printDialectSwitches lists the switches of --dialect, in the order of the
+// service notes (docs/DIALECTS.md says more of each).
+func printDialectSwitches(w io.Writer) {
+	fmt.Fprintf(w, "\nDialect switches (--dialect NAME,NAME...; --dialect other turns them all on, of two\nalternatives the first; docs/DIALECTS.md):\n")
+	for _, s := range emulator.DialectSwitches() {
+		fmt.Fprintf(w, "  %-20s %s (default: %s)\n", s.Name, s.Help, s.Default)
+	}
 }

@@ -20,16 +20,21 @@ import (
 // through .ctl only) against a mount of the demo organization, then checks
 // through the API, not through the mount, that the service ended up where
 // the script says: the image it made exists and is available and is the
-// computer's, and the action log holds the computer's start.
+// computer's, and the action log holds the computer's start. It runs in the
+// default dialect and in the dialect other (dialect_test.go).
 func TestAdminDayScript(t *testing.T) {
 	for _, tool := range []string{"bash", "jq", "fusermount3"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed to run scripts/admin-day.sh", tool)
 		}
 	}
+	inDialects(t, adminDay)
+}
+
+func adminDay(t *testing.T, dialect emulator.Dialect) {
 	// The emulator in-process (not --demo) so that the test reaches its API;
 	// short steps so that starts, stops and image builds take little time.
-	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedDemo, StepDelay: 200 * time.Millisecond})
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedDemo, StepDelay: 200 * time.Millisecond, Dialect: dialect})
 	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
 	dir := t.TempDir()
 	began := time.Now()

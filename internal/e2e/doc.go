@@ -11,5 +11,7 @@
 // (orgfs emulator --data-dir), safety_test.go (two organizations in one
 // cache dir, the exit status of files left staged, an outage mid-workload),
 // model_test.go (random workloads with faults and SIGKILLs against a model),
-// admin_day_test.go (scripts/admin-day.sh against the emulator).
+// admin_day_test.go (scripts/admin-day.sh against the emulator),
+// dialect_test.go (the core under the emulator's dialects; the model and the
+// admin day run in them too).
 package e2e

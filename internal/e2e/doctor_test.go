@@ -56,6 +56,11 @@ func TestDoctor(t *testing.T) {
 			lines: map[string]string{"clock": "degraded"}, text: []string{"this desk's clock is 10m0s behind the service's", "orgfs signs with the service's time instead", "fix: set the clock right"}},
 		{name: "write", args: []string{"--write", "shared/Projects"}, text: []string{"12,200,000 bytes sent in 2 parts of 6,291,456 bytes, read back identical", "chunk_size in MiB"},
 			after: checkScratchRemoved},
+		// The other reading of every ambiguity of the contract (docs/DIALECTS.md):
+		// every check still passes, and the write finds the other chunk unit.
+		{name: "other dialect", opts: emulator.Options{Dialect: emulator.OtherDialect()}},
+		{name: "other dialect, write", opts: emulator.Options{Dialect: emulator.OtherDialect()}, args: []string{"--write", "shared/Projects"},
+			text: []string{"12,200,000 bytes sent in 3 parts", "read back identical", "decimal MB"}, after: checkScratchRemoved},
 	} {
 		t.Run(tt.name, func(t *testing.T) { runDoctorCase(t, tt) })
 	}

@@ -338,11 +338,24 @@ func snapshot(root string) (map[string]entry, error) {
 	return out, err
 }
 
+// TestModel runs the model under the default dialect as configured, and
+// under the dialect other (dialect_test.go) with half the rounds (two at
+// least).
 func TestModel(t *testing.T) {
 	cfg := modelConfigFromEnv(t)
-	t.Logf("seed %d: %d rounds of %d operations by %d workers, fault rate %v (ORGFS_MODEL_SEED=%d reproduces it)",
-		cfg.seed, cfg.rounds, cfg.perRound, cfg.workers, cfg.faultRate, cfg.seed)
-	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty, FaultSeed: cfg.seed})
+	inDialects(t, func(t *testing.T, d emulator.Dialect) {
+		c := cfg
+		if d != (emulator.Dialect{}) {
+			c.rounds = max(2, cfg.rounds/2)
+		}
+		runModel(t, c, d)
+	})
+}
+
+func runModel(t *testing.T, cfg modelConfig, dialect emulator.Dialect) {
+	t.Logf("seed %d: %d rounds of %d operations by %d workers, fault rate %v, dialect %s (ORGFS_MODEL_SEED=%d reproduces it)",
+		cfg.seed, cfg.rounds, cfg.perRound, cfg.workers, cfg.faultRate, dialect, cfg.seed)
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty, FaultSeed: cfg.seed, Dialect: dialect})
 	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
 	dir, cacheDir, refRoot := t.TempDir(), t.TempDir(), t.TempDir()
 	mountArgs := []string{"--credentials", creds, "--cache-dir", cacheDir, "--write-back", "20ms", "--dir-cache-time", "1h"}

@@ -189,7 +189,11 @@ func (e *Emulator) postDownload(c *call) (any, error) {
 		machineID = e.tasks[j.taskID].seat.id
 	}
 	e.appendLog(c.org, "file_downloaded", c.org.admin, machineID, meta, c.now)
-	return map[string]any{"url": nil, "size": j.size, "name": j.name, "content_type": "application/zip", "download_id": j.id}, nil
+	var downloadID any = j.id
+	if e.dialect.DownloadIDStrings {
+		downloadID = itoa(j.id)
+	}
+	return map[string]any{"url": nil, "size": j.size, "name": j.name, "content_type": "application/zip", "download_id": downloadID}, nil
 }
 
 // countFiles counts the completed files below d and their bytes.

@@ -17,6 +17,7 @@
 //	emulator.go      Options, Emulator, New (data directory, object store, state or seed), Close, ids
 //	server.go        Listen: the API and the object store on two listeners; credentials files
 //	http.go          the request pipeline (routes, latency, faults, envelopes), request helpers, injected errors
+//	dialect.go       the dialects: one switch per ambiguity of the contract, and how answers take them
 //	auth.go          HMAC verification of API requests, nonces; the clock offset and the Date of answers
 //	errors.go        how each error code is provoked; apiError
 //	stats.go         the counters (Stats) and their endpoint (StatsPath)
@@ -113,6 +114,9 @@ type Options struct {
 	// The bench seed's scale folders: bench/huge's entries and bench/tree's
 	// files (0: none).
 	BenchHugeFiles, BenchTreeFiles int
+	// Dialect is the reading of the contract's ambiguities the emulator
+	// answers in (dialect.go); the zero value is the default dialect.
+	Dialect Dialect
 }
 
 // Emulator is the state of the emulated service. Its API handler is Handler();
@@ -127,6 +131,7 @@ type Emulator struct {
 	objFaults *faults.Injector // object-store faults (a separate sequence of the same seed family)
 	handler   http.Handler
 	net       *network // network play switched at run time
+	dialect   Dialect
 
 	// constants
 	dataDir    string
@@ -183,6 +188,9 @@ func New(opts Options) (*Emulator, error) {
 	if opts.FaultRate < 0 || opts.FaultRate > 1 {
 		return nil, fmt.Errorf("emulator: fault rate %v outside 0..1", opts.FaultRate)
 	}
+	if err := opts.Dialect.validate(); err != nil {
+		return nil, fmt.Errorf("emulator: %w", err)
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -198,6 +206,7 @@ func New(opts Options) (*Emulator, error) {
 		log:      opts.Log.WithField("component", "emulator"),
 		faults:   faults.New(opts.FaultRate, opts.FaultSeed),
 		net:      newNetwork(opts.Latency),
+		dialect:  opts.Dialect,
 		step:     opts.StepDelay,
 		catalog:  newCatalog(),
 		nextID:   1000,
@@ -397,6 +406,9 @@ func (e *Emulator) Handler() http.Handler { return e.dated(e.handler) }
 
 // DataDir is the directory holding the state and the objects.
 func (e *Emulator) DataDir() string { return e.dataDir }
+
+// Dialect is the dialect the emulator answers in.
+func (e *Emulator) Dialect() Dialect { return e.dialect }
 
 // StepDelay is the duration of one state-machine step.
 func (e *Emulator) StepDelay() time.Duration { return e.step }

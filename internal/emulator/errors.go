@@ -2,7 +2,8 @@ package emulator
 
 // How each error code of the contract (organization-api.md, "Errors") and of
 // service-notes.md is provoked in the emulator. HTTP status = client_code for
-// 3-digit codes, 400 for 4-digit codes (service-notes, emulator choice).
+// 3-digit codes, 400 for 4-digit codes (service-notes, emulator choice), in
+// the default dialect; dialect.go answers other statuses and bodies.
 //
 //	code  condition                                                    where
 //	----  -----------------------------------------------------------  ------------------------------------------
@@ -87,8 +88,9 @@ type apiError struct {
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d: %s", e.code, e.msg) }
 
-// status is the HTTP status line of the answer: the code itself for 3-digit
-// codes, 400 for 4-digit ones.
+// status is the HTTP status line of the answer in the default dialect: the
+// code itself for 3-digit codes, 400 for 4-digit ones (ServeHTTP then asks
+// the dialect, Dialect.errorStatus).
 func (e *apiError) status() int { return httpStatus(e.code) }
 
 func httpStatus(code int) int {

@@ -41,7 +41,8 @@ func (e *Emulator) getRecordings(c *call) (any, error) {
 	return e.listArea(c, c.org.recordings, filter)
 }
 
-// GET /machines/{id}/files and /seats/{id}/files (task_id on the machines path)
+// GET /machines/{id}/files and /seats/{id}/files (task_id on the machines
+// path, or on the seats path where it is the only one: dialect seats-only)
 func (e *Emulator) getMachineFiles(c *call) (any, error) {
 	id, err := c.pathID("id")
 	if err != nil {
@@ -51,7 +52,7 @@ func (e *Emulator) getMachineFiles(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasPrefix(c.route, "GET /machines/") {
+	if strings.HasPrefix(c.route, "GET /machines/") || e.dialect.ComputerPaths == "seats" {
 		tid, ok, err := c.queryInt("task_id")
 		if err != nil {
 			return nil, err

@@ -71,6 +71,9 @@ func (e *Emulator) postFiles(c *call) (any, error) {
 		}
 		a = s.area
 	}
+	if req.ParentID == nil && e.dialect.ParentIDRequired {
+		return nil, badRequest("parent_id is required (0 for the root)")
+	}
 	parent := a.root
 	if req.ParentID != nil && *req.ParentID != 0 {
 		if e.ownedElsewhere(c.org, *req.ParentID) {
@@ -109,15 +112,18 @@ func (e *Emulator) postFiles(c *call) (any, error) {
 	if a.used-replaced+size > a.quota {
 		return nil, errf(450, "storage full: %d bytes used of %d, %d more requested", a.used, a.quota, size)
 	}
-	chunkMiB := int64(250)
+	// chunk_size counts MiB (decimal MB in the dialect chunk-mb), at least
+	// the part minimum, and enough for the parts to be at most maxParts.
+	unit := e.dialect.chunkUnit()
+	chunkUnits := int64(250)
 	if req.ChunkSize != nil && *req.ChunkSize > 0 {
-		chunkMiB = *req.ChunkSize
+		chunkUnits = *req.ChunkSize
 	}
-	chunkMiB = max(chunkMiB, partMinimum/mib)
-	if need := (size + maxParts*mib - 1) / (maxParts * mib); chunkMiB < need {
-		chunkMiB = need
+	chunkUnits = max(chunkUnits, (partMinimum+unit-1)/unit)
+	if need := (size + maxParts*unit - 1) / (maxParts * unit); chunkUnits < need {
+		chunkUnits = need
 	}
-	chunk := chunkMiB * mib
+	chunk := chunkUnits * unit
 	parts := int(max(1, (size+chunk-1)/chunk))
 
 	n := &node{
@@ -135,7 +141,7 @@ func (e *Emulator) postFiles(c *call) (any, error) {
 		}
 		urls[i] = uploadURL{PartNumber: i + 1, URL: e.store.PresignPut(partKey(n.id, i+1), uploadURLTTL, minSize)}
 	}
-	return map[string]any{"id": n.id, "uid": n.uid, "upload_urls": urls, "chunk_size": chunkMiB}, nil
+	return map[string]any{"id": n.id, "uid": n.uid, "upload_urls": urls, "chunk_size": chunkUnits}, nil
 }
 
 type completeRequest struct {

@@ -69,7 +69,9 @@ func (e *Emulator) newHandler() *apiHandler {
 	locked("POST", "/usage/retrieve", e.postUsageRetrieve)
 
 	locked("GET", "/images", e.getImages)
-	locked("GET", "/images/{id}", e.getImage)
+	if !e.dialect.NoGetImage {
+		locked("GET", "/images/{id}", e.getImage)
+	}
 	locked("POST", "/images", e.postImage)
 	locked("POST", "/images/install", e.postImageInstall)
 	locked("POST", "/images/{id}/assign", e.postImageAssign)
@@ -79,14 +81,18 @@ func (e *Emulator) newHandler() *apiHandler {
 
 	locked("POST", "/seats", e.postSeats)
 	locked("GET", "/seats", e.getSeats)
-	// Both forms of every per-computer route are served (service-notes).
-	for _, base := range []string{"/machines/{id}", "/seats/{id}"} {
+	// Both forms of every per-computer route are served (service-notes),
+	// unless the dialect keeps one (dialect.go).
+	both, others := e.dialect.computerBases()
+	for _, base := range others {
 		locked("POST", base+"/start", e.postStart)
 		locked("POST", base+"/stop", e.postStop)
 		locked("POST", base+"/access", e.postAccess)
 		locked("POST", base+"/reset", e.postReset)
 		locked("GET", base+"/available-machine-types", e.getMachineTypes)
 		locked("POST", base+"/machine-type", e.postMachineType)
+	}
+	for _, base := range both {
 		locked("POST", base+"/list-content", e.postListContent)
 		locked("GET", base+"/files", e.getMachineFiles)
 	}
@@ -204,13 +210,18 @@ func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		panic(http.ErrAbortHandler)
 	}
-	b, err := json.Marshal(payload)
+	if code := payload.code(); code != 200 && code != 0 {
+		status = e.dialect.errorStatus(code)
+	}
+	status, b, err := e.dialect.render(status, payload)
 	if err != nil {
 		e.log.WithError(err).Error("encoding an answer")
 		status = 500
 		b = []byte(`{"client_code":500,"message":"encoding the answer failed","timestamp":"` + isoTime(now) + `"}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	if b != nil {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
@@ -401,7 +412,8 @@ func (c *call) queryInt(name string) (v int64, present bool, err error) {
 	return v, true, nil
 }
 
-// pageParams reads page (default 1) and per_page (default def, clamped to 1000).
+// pageParams reads page (default 1) and per_page (default def, clamped to
+// 1000, or to 100 in the dialect per-page-100).
 func (c *call) pageParams(def int) (page, perPage int, err error) {
 	p, ok, err := c.queryInt("page")
 	if err != nil {
@@ -423,7 +435,7 @@ func (c *call) pageParams(def int) (page, perPage int, err error) {
 		if pp < 1 {
 			return 0, 0, badRequest("per_page must be at least 1")
 		}
-		perPage = int(min(pp, maxPerPage))
+		perPage = int(min(pp, int64(c.e.dialect.perPageMax())))
 	}
 	return page, perPage, nil
 }

@@ -45,7 +45,7 @@ func (e *Emulator) getImages(c *call) (any, error) {
 	pg, next := paginate(items, page, perPage)
 	recs := make([]imageJSON, len(pg))
 	for i, im := range pg {
-		recs[i] = imageRecord(im, false)
+		recs[i] = e.dialect.imageRecord(im, false)
 	}
 	return map[string]any{"images": recs, "count": len(items), "page": page, "next_page": next}, nil
 }
@@ -56,10 +56,15 @@ func (e *Emulator) getImage(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return imageRecord(im, false), nil
+	return e.dialect.imageRecord(im, false), nil
 }
 
-func checkImageName(name *string) error {
+// checkImageName refuses a name longer than 30 characters, and a missing or
+// empty one in the dialect name-required.
+func (e *Emulator) checkImageName(name *string) error {
+	if e.dialect.NameRequired && (name == nil || strings.TrimSpace(*name) == "") {
+		return badRequest("name is required")
+	}
 	if name != nil && utf8.RuneCountInString(*name) > 30 {
 		return badRequest("name must be at most 30 characters")
 	}
@@ -85,7 +90,7 @@ func (e *Emulator) postImage(c *call) (any, error) {
 	if req.MachineID == nil {
 		return nil, badRequest("machine_id is required")
 	}
-	if err := checkImageName(req.Name); err != nil {
+	if err := e.checkImageName(req.Name); err != nil {
 		return nil, err
 	}
 	s, err := e.lookupSeat(c.org, *req.MachineID)
@@ -116,7 +121,7 @@ func (e *Emulator) postImage(c *call) (any, error) {
 	s.creatingImage = im
 	s.schedule(c.now, 2*e.step, stInstalling, stOff)
 	e.appendLog(c.org, "image_created", c.org.admin, s.id, map[string]any{"image_id": im.id, "image_name": im.name}, c.now)
-	return imageRecord(im, false), nil
+	return e.dialect.imageRecord(im, false), nil
 }
 
 // POST /images/install {"name", "software_ids", "base_image_id"}
@@ -129,8 +134,11 @@ func (e *Emulator) postImageInstall(c *call) (any, error) {
 	if err := c.decode(&req); err != nil {
 		return nil, err
 	}
-	if err := checkImageName(req.Name); err != nil {
+	if err := e.checkImageName(req.Name); err != nil {
 		return nil, err
+	}
+	if req.BaseImageID == nil && e.dialect.BaseImageRequired {
+		return nil, badRequest("base_image_id is required")
 	}
 	inst, err := e.installation(req.BaseImageID, req.SoftwareIDs)
 	if err != nil {
@@ -146,7 +154,7 @@ func (e *Emulator) postImageInstall(c *call) (any, error) {
 	im.status = imgPending
 	im.steps = []step{{at: c.now.Add(e.step), status: imgBuilding}, {at: c.now.Add(2 * e.step), status: imgAvailable}}
 	e.appendLog(c.org, "image_installed", c.org.admin, 0, map[string]any{"image_id": im.id, "image_name": im.name, "base_image_id": base.id, "software_ids": req.SoftwareIDs}, c.now)
-	return imageRecord(im, true), nil
+	return e.dialect.imageRecord(im, true), nil
 }
 
 // POST /images/{id}/assign {"machine_ids": [...]}
@@ -225,7 +233,7 @@ func (e *Emulator) deleteImage(c *call) (any, error) {
 func (e *Emulator) getSoftware(c *call) (any, error) {
 	var sw []map[string]any
 	for _, s := range e.catalog.software {
-		sw = append(sw, map[string]any{"id": s.id, "name": s.name, "size": s.size})
+		sw = append(sw, map[string]any{"id": s.id, "name": s.name, "size": e.dialect.softwareSize(s.size)})
 	}
 	var bi []map[string]any
 	for _, b := range e.catalog.baseImages {

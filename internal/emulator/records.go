@@ -154,7 +154,10 @@ func machineStatus(friendly string) string {
 	}
 }
 
-func seatRecord(s *seat) seatJSON {
+// seatRecord renders a computer. Its file_storage_size and disk_size are GB
+// (of 2^30 bytes, as its storage root's byte count reads), or bytes in the
+// dialect storage-bytes.
+func (d Dialect) seatRecord(s *seat) seatJSON {
 	a := seatAttrs{
 		Name:              s.name,
 		Status:            "active",
@@ -168,6 +171,9 @@ func seatRecord(s *seat) seatJSON {
 		UsageSource:       s.usageSource,
 		Permissions:       s.perms,
 		User:              userRecord(s.user),
+	}
+	if d.StorageBytes {
+		a.FileStorageSize, a.DiskSize = s.area.quota, s.diskGB*gib
 	}
 	if s.assigned != nil {
 		id, name := s.assigned.id, s.assigned.name
@@ -205,14 +211,14 @@ type imageJSON struct {
 }
 
 type imageAttrs struct {
-	ID        int64   `json:"id"`
-	Name      string  `json:"name"`
-	Size      float64 `json:"size"`
-	Status    string  `json:"status"`
-	Source    string  `json:"source"`
-	CreatedAt string  `json:"created_at"`
-	UpdatedAt string  `json:"updated_at"`
-	Softwares any     `json:"softwares"`
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	Size      any    `json:"size"` // float64 GB, or int64 bytes
+	Status    string `json:"status"`
+	Source    string `json:"source"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+	Softwares any    `json:"softwares"`
 }
 
 type softwareJSON struct {
@@ -227,23 +233,38 @@ type softwareJSON struct {
 
 // imageRecord renders an image. wrapped gives the software list as
 // {"data": [...]}, the shape of the install endpoint's example; elsewhere it
-// is a plain array, the shape of the list endpoint's example.
-func imageRecord(im *image, wrapped bool) imageJSON {
+// is a plain array, the shape of the list endpoint's example (the dialect
+// softwares-swapped turns both around). The size is GB with two decimals,
+// or bytes in the dialect image-size-bytes.
+func (d Dialect) imageRecord(im *image, wrapped bool) imageJSON {
 	sw := make([]softwareJSON, len(im.software))
 	for i, s := range im.software {
 		sw[i] = softwareJSON{ID: itoa(s.id), Type: "software"}
 		sw[i].Attributes.ID = s.id
 		sw[i].Attributes.Name = s.name
-		sw[i].Attributes.Size = s.size
+		sw[i].Attributes.Size = d.softwareSize(s.size)
 	}
 	var softwares any = sw
-	if wrapped {
+	if wrapped != d.SoftwaresSwapped {
 		softwares = map[string]any{"data": sw}
 	}
+	var size any = im.sizeGB
+	if d.ImageSizeBytes {
+		size = int64(math.Round(im.sizeGB * 1e9))
+	}
 	return imageJSON{ID: itoa(im.id), Type: "image", Attributes: imageAttrs{
-		ID: im.id, Name: im.name, Size: im.sizeGB, Status: im.status, Source: im.source,
+		ID: im.id, Name: im.name, Size: size, Status: im.status, Source: im.source,
 		CreatedAt: isoTime(im.created), UpdatedAt: isoTime(im.updated), Softwares: softwares,
 	}}
+}
+
+// softwareSize is a software size in bytes as the dialect gives it: bytes,
+// or fractional GB (three decimals) in the dialect software-size-gb.
+func (d Dialect) softwareSize(bytes float64) float64 {
+	if d.SoftwareSizeGB {
+		return math.Round(bytes/1e9*1000) / 1000
+	}
+	return bytes
 }
 
 // roundGB rounds a size in GB to two decimals.

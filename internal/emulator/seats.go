@@ -64,7 +64,7 @@ func (e *Emulator) getSeats(c *call) (any, error) {
 	pg, next := paginate(items, page, perPage)
 	recs := make([]seatJSON, len(pg))
 	for i, s := range pg {
-		recs[i] = seatRecord(s)
+		recs[i] = e.dialect.seatRecord(s)
 	}
 	return map[string]any{"seats": recs, "count": len(items), "page": page, "next_page": next}, nil
 }
@@ -116,7 +116,7 @@ func (e *Emulator) postSeats(c *call) (any, error) {
 		s := e.addSeat(c.org, "", p, c.now)
 		s.perms = perms
 		s.schedule(c.now, e.step, stCreating, stOff)
-		recs = append(recs, seatRecord(s))
+		recs = append(recs, e.dialect.seatRecord(s))
 		e.appendLog(c.org, "machine_created", c.org.admin, s.id, map[string]any{"machine_name": s.name, "seat_plan_id": p.id, "base_image_id": base.id}, c.now)
 	}
 	return map[string]any{"seats": recs, "count": len(recs)}, nil
@@ -272,7 +272,7 @@ func (e *Emulator) postStop(c *call) (any, error) {
 	return nil, nil
 }
 
-// POST /machines/{id}/access {"expires_in": minutes}
+// POST /machines/{id}/access {"expires_in": minutes (seconds in the dialect access-seconds)}
 func (e *Emulator) postAccess(c *call) (any, error) {
 	s, err := e.seatFromPath(c)
 	if err != nil {
@@ -284,16 +284,21 @@ func (e *Emulator) postAccess(c *call) (any, error) {
 	if err := c.decode(&req); err != nil {
 		return nil, err
 	}
-	minutes := int64(60)
+	unit, unitName := time.Minute, "minutes"
+	if e.dialect.AccessSeconds {
+		unit, unitName = time.Second, "seconds"
+	}
+	maxN := int64(7 * 24 * time.Hour / unit)
+	n := int64(time.Hour / unit)
 	if req.ExpiresIn != nil {
-		if *req.ExpiresIn <= 0 || *req.ExpiresIn > 7*24*60 {
-			return nil, badRequest("expires_in must be between 1 and 10080 minutes")
+		if *req.ExpiresIn <= 0 || *req.ExpiresIn > maxN {
+			return nil, badRequest("expires_in must be between 1 and %d %s", maxN, unitName)
 		}
-		minutes = *req.ExpiresIn
+		n = *req.ExpiresIn
 	}
 	uid := newUUID()
-	expires := c.now.Add(time.Duration(minutes) * time.Minute)
-	e.appendLog(c.org, "machine_external_access_created", c.org.admin, s.id, map[string]any{"machine_name": s.name, "expires_in": minutes}, c.now)
+	expires := c.now.Add(time.Duration(n) * unit)
+	e.appendLog(c.org, "machine_external_access_created", c.org.admin, s.id, map[string]any{"machine_name": s.name, "expires_in": n}, c.now)
 	return map[string]any{
 		"id":   uid,
 		"type": "machine_access",

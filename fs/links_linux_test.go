@@ -85,6 +85,7 @@ func TestSymlinkMadeHere(t *testing.T) {
 		t.Errorf("ls -l shows no link:\n%s", out)
 	}
 	e.wantGone("ln" + linkSuffix) // pending: not uploaded yet
+
 	long := strings.Repeat("d/", 2047) + "x" // 4095 bytes, the longest target
 	if err := os.Symlink(long, sh("long")); err != nil {
 		t.Fatalf("a link of 4095 bytes: %v", err)

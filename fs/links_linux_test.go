@@ -377,3 +377,48 @@ func TestLinksOff(t *testing.T) {
 		t.Errorf("a file named as a link file, with links off: %v", err)
 	}
 }
+
+// A link keeps its inode number through its renames, as on a disk: moved
+// itself (pending, and uploaded), and in a folder renamed with content. The
+// kernel asks again at every access (a short attribute timeout), so the
+// number is the mount's, not the kernel's memory of it.
+func TestLinkKeepsItsInodeThroughRenames(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	dir := e.mountWith(Options{AttrTimeout: time.Millisecond})
+	sh := func(parts ...string) string { return filepath.Join(append([]string{dir, "shared"}, parts...)...) }
+	ino := func(path string) uint64 {
+		t.Helper()
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	for _, err := range []error{os.Mkdir(sh("tree"), 0o755), os.Symlink("x", sh("tree", "ln")),
+		os.WriteFile(sh("tree", "f"), []byte("f"), 0o644), os.Symlink("y", sh("a"))} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := ino(sh("a"))
+	if err := os.Rename(sh("a"), sh("b")); err != nil { // pending, or uploaded meanwhile
+		t.Fatal(err)
+	}
+	e.settle()
+	if err := os.Rename(sh("b"), sh("c")); err != nil { // uploaded
+		t.Fatal(err)
+	}
+	if got := ino(sh("c")); got != a {
+		t.Errorf("the link's inode after two renames: %d, want %d", got, a)
+	}
+	ln := ino(sh("tree", "ln"))
+	if err := os.Rename(sh("tree"), sh("tree2")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // past the kernel's attribute timeout
+	if got := ino(sh("tree2", "ln")); got != ln {
+		t.Errorf("the link's inode after its folder's rename: %d, want %d", got, ln)
+	}
+	checkLink(t, sh("tree2", "ln"), "x")
+	checkLink(t, sh("c"), "y")
+}

@@ -2,7 +2,8 @@ package fs
 
 // A folder of a storage area (shared/, a computer's, recordings/): its
 // listing with the files staged in it, lookup, and the changes made in it
-// (create, mkdir, unlink, rmdir, rename).
+// (create, mkdir, unlink, rmdir, rename; a file's rename in rename_file.go,
+// links in links.go).
 //
 // Locks: dirNode.mu (a node's mu, see fs.go) guards the folder's view.
 
@@ -24,19 +25,25 @@ import (
 // written here and not on the service yet are not in it: Lookup asks the
 // staging for a name, Readdir adds them, so a create costs no rebuild of the
 // view (a copy of n files into a folder stays O(n), not O(n²)).
+// With links on, a link file shows under its link's name (links.go).
 type dirView struct {
-	listing *cache.Listing
-	files   []api.File
-	names   []string
-	byName  map[string]int
+	listing  *cache.Listing
+	files    []api.File
+	names    []string
+	byName   map[string]int
+	shadowed []api.File // link files not shown: an entry of their name shows
 }
 
-func newDirView(l *cache.Listing) *dirView {
-	items := make([]named, len(l.Files))
-	for i, f := range l.Files {
-		items[i] = named{f.Name, f.ID}
+func newDirView(l *cache.Listing, links bool) *dirView {
+	files, shadowed := l.Files, []api.File(nil)
+	if links {
+		files, shadowed = linkFiles(l.Files)
 	}
-	v := &dirView{listing: l, files: l.Files, names: uniqueNames(items), byName: make(map[string]int, len(items))}
+	items := make([]named, len(files))
+	for i, f := range files {
+		items[i] = named{shownName(f, links), f.ID}
+	}
+	v := &dirView{listing: l, files: files, shadowed: shadowed, names: uniqueNames(items), byName: make(map[string]int, len(items))}
 	for i, name := range v.names {
 		v.byName[name] = i
 	}
@@ -103,19 +110,35 @@ func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
 		return nil, n.fsys.errno(ctx, "listing "+n.Path(nil), err)
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.view == nil || n.view.listing != l {
-		n.view = newDirView(l)
+	fresh := n.view == nil || n.view.listing != l
+	if fresh {
+		n.view = newDirView(l, !n.fsys.opts.NoLinks)
 	}
-	return n.view, 0
+	v := n.view
+	n.mu.Unlock()
+	if fresh && len(v.shadowed) > 0 {
+		n.warnShadowed(v.shadowed)
+	}
+	return v, 0
 }
 
-// staged is the pending file of this folder named name, if any.
+// staged is the pending file of this folder shown as name, if any: the file
+// of that name, else the link (its link file, links.go). A link file's own
+// name shows nothing.
 func (n *dirNode) staged(name string) *cache.Staged {
 	if n.fsys.store.Staging == nil {
 		return nil
 	}
-	return n.fsys.store.Staging.Lookup(n.target(name))
+	if n.fsys.opts.NoLinks {
+		return n.fsys.store.Staging.Lookup(n.target(name))
+	}
+	if _, raw := linkBase(name); raw {
+		return nil
+	}
+	if st := n.fsys.store.Staging.Lookup(n.target(name)); st != nil {
+		return st
+	}
+	return n.fsys.store.Staging.Lookup(n.target(name + linkSuffix))
 }
 
 // cachedHas reports whether the folder's cached view, fresh or not, holds
@@ -203,7 +226,26 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gof
 			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: n.fsys.inoOf(f.ID)})
 	}
 	return n.NewInode(ctx, n.fsys.newFileNode(n.dirKey(), f, nil),
-		gofs.StableAttr{Mode: syscall.S_IFREG, Ino: n.fsys.inoOf(f.ID)})
+		gofs.StableAttr{Mode: n.fsys.modeOf(f), Ino: n.fsys.inoOf(f.ID)})
+}
+
+// modeOf is the file type a listed entry shows as.
+func (f *FS) modeOf(file api.File) uint32 {
+	switch {
+	case file.IsDir():
+		return syscall.S_IFDIR
+	case f.isLink(file):
+		return syscall.S_IFLNK
+	}
+	return syscall.S_IFREG
+}
+
+// stagedMode is the file type a pending file shows as.
+func (f *FS) stagedMode(st *cache.Staged) uint32 {
+	if f.isLinkStaged(st) {
+		return syscall.S_IFLNK
+	}
+	return syscall.S_IFREG
 }
 
 // opsOf is the node of an inode, nil for none.
@@ -225,8 +267,8 @@ func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged
 	case ch != nil && succeeds(ch, st):
 		n.fsys.pendingInos.Add(st.Seq(), ch.StableAttr().Ino) // the next version keeps the number
 	default:
-		ch = n.NewInode(ctx, n.fsys.newFileNode(n.dirKey(), api.File{Name: name}, st),
-			gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino})
+		ch = n.NewInode(ctx, n.fsys.newFileNode(n.dirKey(), api.File{Name: st.Target().Name}, st),
+			gofs.StableAttr{Mode: n.fsys.stagedMode(st), Ino: ino})
 	}
 	if fn, ok := ch.Operations().(*fileNode); ok {
 		fn.mu.Lock()
@@ -245,6 +287,9 @@ func succeeds(ch *gofs.Inode, st *cache.Staged) bool {
 		return false
 	}
 	replaces := st.Replaces()
+	if fn.link != fn.fsys.isLinkStaged(st) {
+		return false // a file and a link are two inodes
+	}
 	fn.mu.Lock()
 	defer fn.mu.Unlock()
 	return fn.unlinked == nil && (fn.staged == st || replaces != 0 && fn.staged == nil && fn.file.ID == replaces)
@@ -252,7 +297,7 @@ func succeeds(ch *gofs.Inode, st *cache.Staged) bool {
 
 // Readdir lists the folder: the listing, where a pending file of a listed
 // name stands for the listed one, then the pending files of new names, then
-// the local-only files.
+// the local-only files. Links show under their names (links.go).
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
@@ -260,8 +305,17 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	pending := map[string]*cache.Staged{}
 	if n.fsys.store.Staging != nil {
 		for _, st := range n.fsys.store.Staging.Pending(n.dirKey().Area, n.dirKey().ID) {
-			names = append(names, st.Target().Name)
-			pending[st.Target().Name] = st
+			name := st.Target().Name
+			if base, ok := linkBase(name); ok && !n.fsys.opts.NoLinks {
+				if pending[base] != nil {
+					continue // the file of that name shows (Lookup)
+				}
+				name = base
+			}
+			if pending[name] == nil {
+				names = append(names, name)
+			}
+			pending[name] = st
 		}
 	}
 	v, errno := n.load(ctx)
@@ -271,18 +325,16 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	entries := make([]fuse.DirEntry, len(v.names), len(v.names)+len(pending))
 	for i, f := range v.files {
 		name := v.names[i]
-		mode, ino := uint32(syscall.S_IFREG), n.fsys.inoOf(f.ID)
-		if f.IsDir() {
-			mode = syscall.S_IFDIR
-		}
+		mode, ino := n.fsys.modeOf(f), n.fsys.inoOf(f.ID)
 		if st := pending[name]; st != nil {
-			mode, ino = syscall.S_IFREG, n.fsys.stagedIno(st)
+			mode, ino = n.fsys.stagedMode(st), n.fsys.stagedIno(st)
 		}
 		entries[i] = fuse.DirEntry{Name: name, Mode: mode, Ino: ino}
 	}
 	for _, name := range names {
 		if _, listed := v.byName[name]; !listed {
-			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: n.fsys.stagedIno(pending[name])})
+			st := pending[name]
+			entries = append(entries, fuse.DirEntry{Name: name, Mode: n.fsys.stagedMode(st), Ino: n.fsys.stagedIno(st)})
 		}
 	}
 	for _, name := range n.fsys.local.names(n.dirKey()) {
@@ -376,10 +428,16 @@ func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr)
 		}
 		return st, 0
 	}
+	if n.pendingLink(name) != nil {
+		return nil, syscall.EEXIST // the kernel follows a link it knows; this one it did not
+	}
 	var replaces int64
 	if f, ok := n.existing(ctx, name); ok {
 		if f.IsDir() {
 			return nil, syscall.EISDIR
+		}
+		if n.fsys.isLink(f) {
+			return nil, syscall.EEXIST // the kernel follows a link it knows; this one it did not
 		}
 		replaces = f.ID
 		set = n.fsys.store.Attrs.Shown(f) // an existing file keeps its mode and owner
@@ -404,7 +462,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	}
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
-	if n.fsys.store.Staging.Lookup(n.target(name)) != nil { // the staging first (load)
+	if n.staged(name) != nil { // the staging first (load)
 		return nil, syscall.EEXIST
 	}
 	if _, ok, errno := n.existingErr(ctx, name); ok || errno != 0 {
@@ -440,7 +498,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	found := false
-	if st := n.fsys.store.Staging.Lookup(n.target(name)); st != nil {
+	if st := n.staged(name); st != nil {
 		if err := n.fsys.store.Staging.Remove(st); err != nil {
 			return Errno(n.fsys.log, "removing "+name, err)
 		}
@@ -518,10 +576,10 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return 0
 }
 
-// Rename moves a file. A pending file is renamed locally; a file already on
-// the service is uploaded under the new name, and the old one deleted after
-// that upload succeeded. An empty folder is renamed (rename_folder.go);
-// one with content answers EXDEV, so mv copies it.
+// Rename moves a file or a link (rename_file.go): a pending file is renamed
+// locally; a file already on the service is uploaded under the new name, and
+// the old one deleted after that upload succeeded; a link moves as its link
+// file. A folder is renamed by rename_folder.go and rename_tree.go.
 func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	dst, ok := newParent.(*dirNode)
 	if !ok || !n.fsys.writable(n.dirKey().Area) || !n.fsys.writable(dst.dirKey().Area) {
@@ -546,7 +604,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	// in between is in one or the other, never in neither, nor listed in its
 	// previous version. A staged copy found is held (as a reader) until the
 	// rename is done, so that it is not retired before it is moved.
-	st := n.fsys.store.Staging.Acquire(r.from(), false)
+	st := r.acquire()
 	if st != nil {
 		defer st.CloseReader()
 	}
@@ -555,8 +613,11 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	bctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	r.old, r.onService = n.existing(bctx, name)
+	if st == nil && r.onService {
+		r.link = n.fsys.isLink(r.old)
+	}
 	if flags&renameNoreplace != 0 {
-		if n.fsys.store.Staging.Lookup(r.to()) != nil {
+		if dst.staged(newName) != nil {
 			return syscall.EEXIST
 		}
 		if _, ok := dst.existing(bctx, newName); ok {
@@ -572,104 +633,6 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		}
 	}
 	return errno
-}
-
-// move renames what r names: a folder, a pending file (st) or a file on the
-// service. bctx bounds the waits for answers; ctx the copies of content,
-// bounded block by block.
-func (r *renaming) move(ctx, bctx context.Context, st *cache.Staged) syscall.Errno {
-	if r.onService && r.old.IsDir() {
-		return r.folder(ctx, bctx)
-	}
-	if st != nil {
-		return r.pending(bctx, st)
-	}
-	if !r.onService {
-		return syscall.ENOENT
-	}
-	return r.uploaded(ctx)
-}
-
-// renaming is a Rename under way: the file name of src goes to dst as
-// newName.
-type renaming struct {
-	src, dst      *dirNode
-	name, newName string
-	old           api.File // the service file listed at name, when onService
-	onService     bool
-}
-
-func (r *renaming) from() cache.Target { return r.src.target(r.name) }
-func (r *renaming) to() cache.Target   { return r.dst.target(r.newName) }
-
-// pending renames a pending file: its staging copy takes the new name.
-func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno {
-	fsys := r.src.fsys
-	var replaces int64
-	if f, ok := r.dst.existing(ctx, r.newName); ok && !f.IsDir() {
-		replaces = f.ID
-	}
-	if err := fsys.store.Move(st, r.to(), replaces); err != nil {
-		return Errno(fsys.log, "renaming "+r.name, err)
-	}
-	if r.onService {
-		// The pending file replaced a service file of the old name: that one
-		// goes when the new name is on the service.
-		fsys.store.Supersede(r.src.dirKey(), r.old, st)
-	}
-	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
-	r.src.retargetChild(r.name, r.dst, r.newName, st)
-	return 0
-}
-
-// uploaded renames a file on the service: a staging copy of it is made under
-// the new name, and the old name deleted once that copy is uploaded. The
-// content is fetched before anything at the new name is replaced: a failed
-// fetch leaves both names as they were.
-func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
-	fsys := r.src.fsys
-	var replaces int64
-	bctx, cancel := fsys.bound(ctx)
-	f, ok := r.dst.existing(bctx, r.newName)
-	cancel()
-	if ok {
-		if f.IsDir() {
-			return syscall.EISDIR
-		}
-		replaces = f.ID
-	}
-	st, err := fsys.store.StageCopy(ctx, r.to(), r.old, replaces)
-	if err != nil {
-		return fsys.errno(ctx, "renaming "+r.src.Path(nil)+"/"+r.name, err)
-	}
-	set := fsys.store.Attrs.Shown(r.old)
-	mtime, now := set.ModTime(r.old.LastModified), time.Now()
-	set.MTime, set.CTime = &mtime, &now
-	fsys.store.Attrs.ResetPending(r.to(), set)
-	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
-	st.Touch()
-	// Gone from here now; from the service once the new name is there.
-	fsys.store.Supersede(r.src.dirKey(), r.old, st)
-	r.src.retargetChild(r.name, r.dst, r.newName, st)
-	st.CloseWriter()
-	return 0
-}
-
-// retargetChild points the inode the kernel is moving (go-fuse moves it after
-// Rename returns) at its new folder, name and staging copy, so an open right
-// after the rename writes to the new name.
-func (n *dirNode) retargetChild(name string, dst *dirNode, newName string, st *cache.Staged) {
-	ch := n.GetChild(name)
-	if ch == nil {
-		return
-	}
-	if fn, ok := ch.Operations().(*fileNode); ok {
-		fn.mu.Lock()
-		fn.parent = dst.dirKey()
-		fn.file.Name = newName
-		fn.staged = st
-		fn.mu.Unlock()
-	}
 }
 
 // Setattr: a folder's chmod, chown and utimes are kept on this desk

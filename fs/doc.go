@@ -12,9 +12,10 @@
 // (the root and its fixed folders), trash.go (the file that tells
 // file managers the mount has no trash), computers.go (computers/), dir.go (a
 // folder of a storage area: listing, and the changes made in it),
-// rename_folder.go and rename_tree.go (rename of a folder, empty or with
-// content), file.go (a
-// file: attributes, open, staging for writing), handle.go (the read handle
+// rename_file.go (rename of a file or a link), rename_folder.go and
+// rename_tree.go (rename of a folder, empty or with content), file.go (a
+// file: attributes, open, staging for writing), links.go (symbolic links,
+// kept on the service as NAME.rclonelink files), handle.go (the read handle
 // and the staged handle), unlinked.go (files unlinked while open), local.go
 // (desktop litter kept in memory), names.go (names shown and names refused),
 // statfs.go (quota and use, from the listing cache), errno.go (errors as

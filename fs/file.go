@@ -30,12 +30,17 @@ type fileNode struct {
 	kernelCache cache.Meta    // guarded by mu; the version the kernel's page cache may hold
 	staged      *cache.Staged // guarded by mu; the pending local copy, while there is one
 	unlinked    *cache.Staged // guarded by mu; the pending copy unlinked while open: what the open descriptors see
+	linkTarget  linkTarget    // guarded by mu; a link's target as last read (links.go)
 
+	link    bool       // constant: a symbolic link, kept on the service as a link file (links.go)
 	stageMu sync.Mutex // held while a staging copy of the file is made (see the lock order in fs.go)
 }
 
+// newFileNode makes the node of a file listed in parent or staged; file.Name
+// is its service name (a link file's shows as a symlink).
 func (f *FS) newFileNode(parent cache.DirKey, file api.File, staged *cache.Staged) *fileNode {
-	return &fileNode{node: node{fsys: f}, parent: parent, file: file, staged: staged}
+	_, link := linkBase(file.Name)
+	return &fileNode{node: node{fsys: f}, parent: parent, file: file, staged: staged, link: link && !f.opts.NoLinks}
 }
 
 var (
@@ -136,7 +141,11 @@ func (n *fileNode) current(ctx context.Context) (api.File, syscall.Errno) {
 }
 
 // fillAttr fills a file's attributes: a pending file's from its staging copy.
+// A link shows as one, its size its target's length.
 func (n *fileNode) fillAttr(a *fuse.Attr) {
+	if n.link {
+		defer linkMode(a)
+	}
 	n.mu.Lock()
 	gone := n.unlinked
 	n.mu.Unlock()
@@ -188,6 +197,9 @@ func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.At
 // do), which spares a round trip per file to programs that open many, as git
 // status does.
 func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if n.link {
+		return nil, 0, syscall.ELOOP // the kernel follows links; an open of the link itself
+	}
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return n.openWriter(ctx, flags&syscall.O_TRUNC != 0)
 	}

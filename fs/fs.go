@@ -39,6 +39,7 @@ package fs
 
 import (
 	"os"
+	"sync"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -59,6 +60,10 @@ type Options struct {
 	// rename downloads before it returns; past it, EXDEV (rename_tree.go).
 	// Default DefaultRenameFetchMax.
 	RenameFetchMax int64
+	// NoLinks turns symbolic links off: symlink answers ENOTSUP and link
+	// files (NAME.rclonelink, links.go) show as the plain files they are on
+	// the service. The zero value keeps links on.
+	NoLinks bool
 }
 
 // DefaultRenameFetchMax is Options.RenameFetchMax's default.
@@ -88,6 +93,7 @@ type FS struct {
 	pendingInos *lru.Cache[int64, uint64] // inode numbers kept by staged copies (edits, renames), by their number; safe for concurrent use
 	local       localFiles                // desktop litter, kept in memory (local.go)
 	open        openFiles                 // read handles per service file; files unlinked while open (unlinked.go)
+	shadowed    sync.Map                  // ids of link files hidden by an entry of their name, warned of once (links.go); safe for concurrent use
 }
 
 // New makes the tree of a mount.

@@ -230,6 +230,9 @@ func deviceName(name string) string {
 // made. A refusal is logged with the path and the reason.
 func (n *dirNode) checkNew(name string) syscall.Errno {
 	errno, why := checkName(name, n.dirKey().Area.Kind == cache.Machine)
+	if errno == 0 {
+		errno, why = n.linkReserved(name)
+	}
 	if errno != 0 {
 		path := n.Path(nil) + "/" + name
 		if !utf8.ValidString(path) {

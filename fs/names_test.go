@@ -222,7 +222,7 @@ func checkShown(t *testing.T, items []named) {
 	for i, it := range items {
 		files[i] = api.File{ID: it.id, Name: it.name, ObjectType: api.ObjectFile}
 	}
-	v := newDirView(&cache.Listing{Files: files})
+	v := newDirView(&cache.Listing{Files: files}, false)
 	seen := make(map[string]int, len(items))
 	for i, n := range v.names {
 		if j, dup := seen[n]; dup {

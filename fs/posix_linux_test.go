@@ -71,7 +71,9 @@ func TestPosixEdges(t *testing.T) {
 	expectErrno(t, "rename into recordings/", os.Rename(sh("g2"), e.Path("recordings", "g2")), syscall.EROFS)
 
 	// links, special files, xattrs
-	expectErrno(t, "symlink", os.Symlink("f", sh("ln")), syscall.ENOTSUP)
+	if err := os.Symlink("f", sh("ln")); err != nil { // a link file (links_linux_test.go)
+		t.Errorf("symlink: %v", err)
+	}
 	expectErrno(t, "link", os.Link(sh("f"), sh("hard")), syscall.ENOTSUP)
 	expectErrno(t, "mkfifo", syscall.Mkfifo(sh("fifo"), 0o644), syscall.ENOTSUP)
 	_, err = syscall.Getxattr(sh("f"), "user.x", make([]byte, 64))

@@ -75,7 +75,7 @@ func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 	fsys, dst := r.src.fsys, r.dst.dirKey()
 	f, ok := r.dst.existing(ctx, r.newName)
 	if !ok {
-		if fsys.store.Staging.Lookup(r.to()) != nil {
+		if r.dst.staged(r.newName) != nil {
 			return syscall.ENOTDIR
 		}
 		return 0

@@ -241,6 +241,9 @@ func (r *renaming) retargetTree(newKeys map[int64]cache.DirKey, copies map[*tree
 			case *dirNode:
 				walk(op)
 			case *fileNode:
+				if op.link {
+					name += linkSuffix // a link's service name
+				}
 				op.mu.Lock()
 				op.parent = nk
 				if st := byPlace[cache.Target{Area: old.Area, ParentID: old.ID, Name: name}]; st != nil {

@@ -15,6 +15,9 @@ func TestHelperArgs(t *testing.T) {
 	if got, _ := helperArgs([]string{"src", "/m", "-f", "-oro"}); !slices.Equal(got, []string{"--read-only", "/m"}) {
 		t.Errorf("-f -oro: %q", got)
 	}
+	if got, _ := helperArgs([]string{"src", "/m", "-f", "-onolinks"}); !slices.Equal(got, []string{"--links=false", "/m"}) {
+		t.Errorf("-f -onolinks: %q", got)
+	}
 	for _, bad := range [][]string{
 		{"src", "/m", "-o", "colour=red"},
 		{"src", "/m", "-o", "credentials"},

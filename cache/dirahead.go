@@ -183,6 +183,9 @@ func (d *Dirs) pushLocked(area Area, l *Listing, parent aheadItem) {
 // allow.
 func (d *Dirs) pumpLocked() {
 	a := d.ahead
+	if a.ctx.Err() != nil {
+		return // closed
+	}
 	for !a.stopped && a.queue.Len() > 0 && len(a.flight)+a.reader < AheadParallel && d.roomLocked() {
 		it := a.queue.pop()
 		if l, ok := d.dirs[it.key]; ok && d.fresh(l.Fetched) {
@@ -333,8 +336,8 @@ func (d *Dirs) stopAheadLocked() bool {
 }
 
 // readLocked is a reader asking for key: a listing fetched ahead is read
-// (it stops counting against the bound), one in flight is joined (it is not
-// cancelled).
+// (it stops counting against the bound: the next one may start), one in
+// flight is joined (it is not cancelled).
 func (d *Dirs) readLocked(key DirKey) {
 	a := d.ahead
 	if a == nil {
@@ -343,6 +346,7 @@ func (d *Dirs) readLocked(key DirKey) {
 	if _, ok := a.unread[key]; ok {
 		d.forgetUnreadLocked(key)
 		d.stats.aheadRead.Add(1)
+		d.pumpLocked() // room for one more
 	}
 	if f := a.flight[key]; f != nil && !f.joined {
 		f.joined = true

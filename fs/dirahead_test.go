@@ -322,3 +322,51 @@ func TestDirReadAheadStopsInAnOutage(t *testing.T) {
 		return ok
 	})
 }
+
+// The read-ahead keeps to N folders ahead of the reader, the ones a walk
+// gets to first: a folder of 20 subfolders read with N = 4 has its first 4
+// listed ahead, in the listing's order, and no more until the reader reads
+// one of them; then the fifth.
+func TestDirReadAheadStaysNFoldersAhead(t *testing.T) {
+	const n = 4
+	e := newEnv(t, envOptions{DirAhead: n})
+	wide := e.mkdir(0, e.root(0), "wide")
+	for i := range 20 {
+		e.mkdir(0, wide, fmt.Sprintf("sub%02d", i))
+	}
+	listed, err := e.Client.SharedFiles(t.Context(), api.ListFilesRequest{ParentID: wide}).Collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subs []int64 // in the listing's order, as readdir gives them
+	for _, f := range listed {
+		subs = append(subs, f.ID)
+	}
+	seen := watchListings(e)
+	if _, err := os.ReadDir(e.Path("shared", "wide")); err != nil {
+		t.Fatal(err)
+	}
+	aheadIs := func(want int64) {
+		t.Helper()
+		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("%d folders listed ahead", want), func() bool {
+			return e.Store.Dirs.Stats().Ahead >= want
+		})
+		time.Sleep(300 * time.Millisecond) // room for one too many, were there one
+		if got := e.Store.Dirs.Stats().Ahead; got != want {
+			t.Fatalf("%d folders listed ahead, want %d", got, want)
+		}
+	}
+	aheadIs(n)
+	for i, id := range subs {
+		if want := min(1, max(0, n-i)); seen.of(id) != want {
+			t.Errorf("%s listed %d times ahead, want %d (the first %d are listed, in order)", listed[i].Name, seen.of(id), want, n)
+		}
+	}
+	if _, err := os.ReadDir(e.Path("shared", "wide", listed[0].Name)); err != nil {
+		t.Fatal(err)
+	}
+	aheadIs(n + 1)
+	if seen.of(subs[n]) != 1 {
+		t.Errorf("after %s was read, %s was not the folder listed ahead", listed[0].Name, listed[n].Name)
+	}
+}

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,8 @@ type DirStats struct {
 	Listings, SeatLists int64 // fetched from the service
 	Hits                int64 // answered from the cache
 	Stale               int64 // expired, answered while the service gave none
+	Ahead               int64 // of Listings, fetched by the read-ahead
+	AheadRead           int64 // listings of the read-ahead a reader then asked for
 }
 
 // Dirs caches folder listings and the computer list for a time to live.
@@ -108,8 +111,10 @@ type Dirs struct {
 	hide    map[int64]bool      // guarded by mu; files the mount removed that the service may still list
 	silent  bool                // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
 
+	ahead *dirAhead // nil: no read-ahead; its state is guarded by mu (dirahead.go)
+
 	group singleflight.Group
-	stats struct{ listings, seatLists, hits, stale atomic.Int64 }
+	stats struct{ listings, seatLists, hits, stale, ahead, aheadRead atomic.Int64 }
 }
 
 type seatList struct {
@@ -140,7 +145,7 @@ func NewDirs(client Client, ttl time.Duration, now func() time.Time) *Dirs {
 // Stats returns the counters.
 func (d *Dirs) Stats() DirStats {
 	return DirStats{Listings: d.stats.listings.Load(), SeatLists: d.stats.seatLists.Load(), Hits: d.stats.hits.Load(),
-		Stale: d.stats.stale.Load()}
+		Stale: d.stats.stale.Load(), Ahead: d.stats.ahead.Load(), AheadRead: d.stats.aheadRead.Load()}
 }
 
 func (d *Dirs) fresh(t time.Time) bool { return d.now().Sub(t) < d.ttl }
@@ -149,9 +154,21 @@ func (d *Dirs) fresh(t time.Time) bool { return d.now().Sub(t) < d.ttl }
 // fetch is shared by every caller of the folder and runs on no caller's
 // context: a caller whose ctx ends stops waiting (with ctx's error), and the
 // fetch goes on, within the client's retries, for the others and the cache.
-// In an outage, an expired listing may be the answer (see Dirs).
+// In an outage, an expired listing may be the answer (see Dirs). A listing
+// the read-ahead is fetching is waited for (dirahead.go).
 func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
+	for {
+		l, err := d.list(ctx, key)
+		if errors.Is(err, errAheadLeft) && ctx.Err() == nil {
+			continue // joined as the read-ahead gave it up: list anew
+		}
+		return l, err
+	}
+}
+
+func (d *Dirs) list(ctx context.Context, key DirKey) (*Listing, error) {
 	d.mu.Lock()
+	d.readLocked(key)
 	l, ok := d.dirs[key]
 	if ok && d.fresh(l.Fetched) {
 		d.mu.Unlock()
@@ -166,34 +183,48 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 	d.mu.Unlock()
 	// The generation is part of the key: a listing asked for after DropAll
 	// never joins a fetch begun before it.
-	v, err := d.shared(ctx, fmt.Sprintf("%d/%d/%d/%d", gen, key.Area.Kind, key.Area.MachineID, key.ID), func() (any, error) {
-		// A fetch that ended between the look above and this one stored
-		// its listing: use it rather than fetch again.
-		d.mu.Lock()
-		if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
-			d.mu.Unlock()
-			return l, nil
-		}
-		d.mu.Unlock()
-		fetched := d.now()
-		files, current, err := d.fetch(context.WithoutCancel(ctx), key)
-		if err != nil {
-			return nil, err
-		}
-		d.stats.listings.Add(1)
-		d.mu.Lock()
-		l := newListing(d.visibleLocked(files), current, fetched)
-		if d.gen == gen {
-			d.dirs[key] = l
-			d.pruneLocked()
-		}
-		d.mu.Unlock()
-		return l, nil
+	v, err := d.shared(ctx, listKey(gen, key), func() (any, error) {
+		d.readerFetch(1)
+		defer d.readerFetch(-1)
+		l, _, err := d.fetchListing(context.WithoutCancel(ctx), key, gen)
+		return l, err
 	}, stale)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Listing), nil
+}
+
+// listKey is the key of a listing's shared fetch.
+func listKey(gen uint64, key DirKey) string {
+	return fmt.Sprintf("%d/%d/%d/%d", gen, key.Area.Kind, key.Area.MachineID, key.ID)
+}
+
+// fetchListing lists a folder and caches its listing, unless the cache was
+// dropped or edited since gen. A fetch that ended between the caller's look
+// at the cache and this one stored its listing: that one is the answer, and
+// fetched is false.
+func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Listing, fetched bool, _ error) {
+	d.mu.Lock()
+	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
+		d.mu.Unlock()
+		return l, false, nil
+	}
+	d.mu.Unlock()
+	at := d.now()
+	files, current, err := d.fetch(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	d.stats.listings.Add(1)
+	d.mu.Lock()
+	l := newListing(d.visibleLocked(files), current, at)
+	if d.gen == gen {
+		d.dirs[key] = l
+		d.pruneLocked()
+	}
+	d.mu.Unlock()
+	return l, true, nil
 }
 
 // shared runs fetch once for every caller of key at a time, and waits for
@@ -231,17 +262,31 @@ func (d *Dirs) shared(ctx context.Context, key string, fetch func() (any, error)
 	return stale, nil
 }
 
-// setSilent records whether the service is silent; a change is logged.
+// setSilent records whether the service is silent; a change is logged. The
+// listing read-ahead stops while it is, and starts again when a listing
+// succeeds.
 func (d *Dirs) setSilent(silent bool) {
 	d.mu.Lock()
 	changed := d.silent != silent
 	d.silent = silent
+	var ahead bool // the read-ahead stopped or resumed
+	if silent {
+		ahead = d.stopAheadLocked()
+	} else {
+		ahead = d.resumeAheadLocked()
+	}
 	d.mu.Unlock()
 	switch {
 	case changed && silent:
 		d.log.Warn("cache: the service gives no answer (--io-timeout); folders listed before show as last listed until it answers")
 	case changed:
 		d.log.Info("cache: the service answers again; folders are listed anew")
+	}
+	switch {
+	case ahead && silent:
+		d.log.Info("cache: listing read-ahead stopped; it starts again when a listing succeeds")
+	case ahead:
+		d.log.Info("cache: listing read-ahead resumed")
 	}
 }
 
@@ -330,6 +375,9 @@ func (d *Dirs) DropAll() {
 	d.seats = nil
 	d.gen++
 	d.seatGen++
+	if a := d.ahead; a != nil {
+		a.queue, a.unread, a.entries = newAheadQueue(), map[DirKey]aheadListing{}, 0
+	}
 	d.mu.Unlock()
 }
 

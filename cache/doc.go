@@ -1,7 +1,8 @@
 // Package cache holds what orgfs keeps between the kernel and the service:
 //
 //   - Dirs (dirs.go): folder listings and the computer list, in memory for a
-//     time to live.
+//     time to live; the listing read-ahead (dirahead.go) lists the
+//     subfolders of a folder read in the background.
 //   - Content (content.go, adopt.go): file contents on local disk, block by
 //     block in sparse files, under a byte budget; an uploaded file's staged
 //     data becomes its entry.
@@ -60,6 +61,9 @@
 //     an upload) without it.
 //
 // Dirs.mu, Bundler.mu, Reader.mu and fileFetch.mu are never held across I/O.
+// The listing read-ahead starts its shared fetches (singleflight.DoChan,
+// which takes the group's own lock and returns at once) with Dirs.mu held,
+// so that a reader of the folder from then on joins them.
 //
 // Callbacks (StagingOptions.OnUploaded and OnFailed) are called with no lock
 // held.

@@ -62,6 +62,9 @@ type StoreOptions struct {
 	// (uploads, read-ahead, a fetch other callers share) keeps its own
 	// retries. 0: no bound.
 	IOTimeout time.Duration
+	// DirReadAhead is the most folders listed ahead of a reader listing
+	// folders (Dirs.EnableAhead); 0: no listing read-ahead.
+	DirReadAhead int
 }
 
 // OpenStore opens every part under opts.Dir. Pending uploads of an earlier
@@ -98,6 +101,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	}
 	s.Dirs = NewDirs(opts.Client, opts.DirCacheTime, opts.Now)
 	s.Dirs.log = log
+	s.Dirs.EnableAhead(DirAheadOptions{Folders: opts.DirReadAhead, IOTimeout: s.ioTimeout})
 	if opts.ReadOnly {
 		return s, nil
 	}
@@ -122,6 +126,9 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 // Close closes the parts (staging without draining: Drain first for that).
 func (s *Store) Close() error {
 	var errs []error
+	if s.Dirs != nil {
+		s.Dirs.Close()
+	}
 	if s.retirer != nil {
 		s.retirer.close()
 	}

@@ -322,6 +322,10 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	if errno != 0 {
 		return nil, errno
 	}
+	// A program listing folders is likely to walk into the subfolders
+	// (find, du, ls -R, rsync, a file manager): their listings are fetched
+	// ahead, in the background.
+	n.fsys.store.Dirs.Ahead(n.dirKey(), v.listing)
 	entries := make([]fuse.DirEntry, len(v.names), len(v.names)+len(pending))
 	for i, f := range v.files {
 		name := v.names[i]

@@ -49,6 +49,10 @@ type Stats struct {
 		Files     int     `json:"files"`
 		Evictions int64   `json:"evictions"`
 		HitRate   float64 `json:"listing_hit_rate"` // listings answered from the cache
+		// Listings fetched by the listing read-ahead (--dir-read-ahead), and
+		// how many of them a reader then asked for.
+		ListingsAhead     int64 `json:"listings_ahead"`
+		ListingsAheadRead int64 `json:"listings_ahead_read"`
 	} `json:"cache"`
 	Reads struct {
 		RangeRequests int64 `json:"range_requests"`

@@ -231,6 +231,7 @@ func (t *Tree) Stats() *Stats {
 		s.Cache.Bytes, s.Cache.MaxBytes, s.Cache.Files, s.Cache.Evictions = cs.Used, cs.MaxSize, cs.Entries, cs.Evictions
 	}
 	ds := t.store.Dirs.Stats()
+	s.Cache.ListingsAhead, s.Cache.ListingsAheadRead = ds.Ahead, ds.AheadRead
 	if total := ds.Hits + ds.Listings + ds.SeatLists; total > 0 {
 		s.Cache.HitRate = float64(ds.Hits) / float64(total)
 	}

@@ -36,6 +36,7 @@ type Options struct {
 	IOTimeout  time.Duration // how long an operation waits on the service (--io-timeout); default: no limit
 	CacheMax   int64         // the content cache's budget; default the cache's
 	ReadAhead  int64         // how far sequential reading fetches ahead (--read-ahead); default the cache's
+	DirAhead   int           // the most folders listed ahead of a reader listing folders (--dir-read-ahead); default 0, none
 	PerPage    int           // listing page size; default 1000
 	Emu        emulator.Options
 	Bundle     cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
@@ -112,6 +113,7 @@ func (e *Env) Mount() {
 		DirCacheTime: e.Opts.DirTTL, WriteBack: cmp.Or(e.Opts.WriteBack, 50*time.Millisecond),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ReadOnly: e.Opts.ReadOnly,
 		Bundle: bo, Log: testkit.Log(t), Desk: e.Opts.Desk, IOTimeout: e.Opts.IOTimeout, ReadAhead: e.Opts.ReadAhead,
+		DirReadAhead: e.Opts.DirAhead,
 	})
 	if err != nil {
 		t.Fatal(err)

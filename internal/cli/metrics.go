@@ -39,6 +39,8 @@ var metricDefs = map[string]struct {
 	"orgfs_cache_files":               {"files with content in the cache", nil},
 	"orgfs_cache_evictions_total":     {"cache entries evicted for the budget", nil},
 	"orgfs_listing_hit_ratio":         {"share of listings answered from the listing cache", nil},
+	"orgfs_listings_ahead_total":      {"folder listings fetched by the listing read-ahead (--dir-read-ahead)", nil},
+	"orgfs_listings_ahead_read_total": {"listings of the read-ahead that a reader then asked for", nil},
 	"orgfs_range_requests_total":      {"ranged GETs started", nil},
 	"orgfs_read_ahead_requests_total": {"ranged GETs started by read-ahead", nil},
 	"orgfs_fetched_bytes_total":       {"bytes fetched into the cache", nil},
@@ -92,6 +94,8 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("orgfs_cache_files", float64(s.Cache.Files))
 	counter("orgfs_cache_evictions_total", float64(s.Cache.Evictions))
 	gauge("orgfs_listing_hit_ratio", s.Cache.HitRate)
+	counter("orgfs_listings_ahead_total", float64(s.Cache.ListingsAhead))
+	counter("orgfs_listings_ahead_read_total", float64(s.Cache.ListingsAheadRead))
 	counter("orgfs_range_requests_total", float64(s.Reads.RangeRequests))
 	counter("orgfs_read_ahead_requests_total", float64(s.Reads.ReadAhead))
 	counter("orgfs_fetched_bytes_total", float64(s.Reads.BytesFetched))

@@ -36,6 +36,7 @@ type mountOptions struct {
 	CacheDir     string
 	CacheMaxSize units.Size
 	DirCacheTime time.Duration
+	DirReadAhead int
 	ReadAhead    units.Size
 	RenameFetch  units.Size
 	Transfers    int
@@ -59,6 +60,7 @@ func defaultMountOptions() mountOptions {
 	return mountOptions{
 		CacheMaxSize: 10 << 30,
 		DirCacheTime: 30 * time.Second,
+		DirReadAhead: 64,
 		ReadAhead:    128 << 20,
 		RenameFetch:  orgfs.DefaultRenameFetchMax,
 		Transfers:    16,
@@ -104,6 +106,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.CacheDir, "cache-dir", o.CacheDir, "where content is cached (default: the user's cache dir, one subfolder per endpoint and key)")
 	fs.Var(&o.CacheMaxSize, "cache-max-size", "byte budget of the content cache, e.g. 10G (files open are never evicted)")
 	fs.Var((*units.Duration)(&o.DirCacheTime), "dir-cache-time", "how long folder listings are cached")
+	fs.IntVar(&o.DirReadAhead, "dir-read-ahead", o.DirReadAhead, "listing read-ahead: when a folder is listed, its subfolders (and theirs) are listed in the background, up to this many folders ahead of the reader, 16 at once; 0: off")
 	fs.Var(&o.ReadAhead, "read-ahead", "how far ahead of a sequential reader content is fetched")
 	fs.Var(&o.RenameFetch, "rename-fetch-max", "the most content not in the cache a folder rename downloads before it returns; a larger folder answers EXDEV, so mv copies it with progress")
 	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once (files of 1M or less: 4x as many); reads use 4x as many range requests")
@@ -145,6 +148,9 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.IOTimeout <= 0 {
 		return usagef("--io-timeout %v: want a positive duration, e.g. 60s", o.IOTimeout)
+	}
+	if o.DirReadAhead < 0 {
+		return usagef("--dir-read-ahead %d: want 0 (off) or more", o.DirReadAhead)
 	}
 	if o.Demo && o.Credentials != "" {
 		return usagef("--demo and --credentials exclude each other")
@@ -348,7 +354,7 @@ func openStores(client *api.Client, cacheDir string, o mountOptions, log logrus.
 	store, err := cache.OpenStore(cache.StoreOptions{
 		Dir: cacheDir, Client: client, MaxSize: int64(o.CacheMaxSize), DirCacheTime: o.DirCacheTime,
 		ReadAhead: int64(o.ReadAhead), Transfers: o.Transfers, WriteBack: o.WriteBack, ReadOnly: o.ReadOnly, Log: log,
-		Desk: o.DeskName, IOTimeout: o.IOTimeout,
+		Desk: o.DeskName, IOTimeout: o.IOTimeout, DirReadAhead: o.DirReadAhead,
 	})
 	if err != nil {
 		return nil, err

@@ -422,3 +422,45 @@ func TestLinkKeepsItsInodeThroughRenames(t *testing.T) {
 	checkLink(t, sh("tree2", "ln"), "x")
 	checkLink(t, sh("c"), "y")
 }
+
+// A link file that holds no target (empty, or with a NUL) shows as a link
+// whose readlink is EIO, and rm removes it; a desktop probe name cannot be a
+// link (ENOTSUP); chmod through a link changes its target, and the link
+// stays 0777.
+func TestLinkEdges(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	root := e.root(0)
+	e.put(0, root, "empty"+linkSuffix, []byte{})
+	e.put(0, root, "nul"+linkSuffix, []byte("a\x00b"))
+	sh := func(name string) string { return e.Path("shared", name) }
+	for _, name := range []string{"empty", "nul"} {
+		if fi, err := os.Lstat(sh(name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s: %v %v, want a symlink", name, fi, err)
+		}
+		_, err := os.Readlink(sh(name))
+		expectErrno(t, "readlink of a link file holding "+name, err, syscall.EIO)
+		if err := os.Remove(sh(name)); err != nil {
+			t.Errorf("rm %s: %v", name, err)
+		}
+	}
+	e.drain()
+	e.wantGone("empty" + linkSuffix)
+	e.wantGone("nul" + linkSuffix)
+
+	expectErrno(t, "a link named .DS_Store", os.Symlink("x", sh(".DS_Store")), syscall.ENOTSUP)
+	expectErrno(t, "a link named ._x", os.Symlink("x", sh("._x")), syscall.ENOTSUP)
+
+	if err := os.WriteFile(sh("target"), []byte("t"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target", sh("ln")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sh("ln"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(sh("target")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the target after chmod through the link: %v %v, want 0600", fi, err)
+	}
+	checkLink(t, sh("ln"), "target")
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,6 +49,25 @@ func TestDocsCiteTestsThatExist(t *testing.T) {
 				t.Errorf("%s cites `%s` in %s, which declares no such test (it is in %v)", doc, name, file, slices.Sorted(maps.Keys(tests[name])))
 			}
 			seen[m[0]] = true
+		}
+	}
+}
+
+// TestDocsLeaveNoPromiseUnpinned: no behaviour in SEMANTICS.md or
+// RELIABILITY.md is marked as held by no test ("not pinned"); each cites its
+// test, or says why no test can exist.
+func TestDocsLeaveNoPromiseUnpinned(t *testing.T) {
+	_, root := module(t)
+	unpinned := regexp.MustCompile(`(?i)not\s+pinned`)
+	for _, doc := range citedDocs {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if unpinned.MatchString(line) {
+				t.Errorf("%s:%d: a behaviour with no test: %q (cite the test that pins it, or say why none can)", doc, i+1, strings.TrimSpace(line))
+			}
 		}
 	}
 }

@@ -40,11 +40,7 @@ type FileList struct {
 // All iterates over the folder's entries, all pages, one page at a time.
 // Each call lists anew.
 func (l *FileList) All() iter.Seq2[File, error] {
-	fetch := func(ctx context.Context, page int64) ([]File, *lenientInt, error) {
-		p, err := l.page(ctx, page)
-		return p.Files, p.NextPage, err
-	}
-	return paginate(l.ctx, "GET "+l.path, fetch, func(f *File) int64 { return f.ID })
+	return paginate(l.ctx, "GET "+l.path, l.fetchFiles, func(f *File) int64 { return f.ID })
 }
 
 // Current returns the folder's own record from the first page (nil at a

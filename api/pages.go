@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 
 	"golang.org/x/sync/errgroup"
@@ -58,22 +57,53 @@ func (l *FileList) page(ctx context.Context, page int64) (filesPage, error) {
 // time, following next_page with paginate's guards against a service that
 // repeats itself; an entry seen twice is kept once.
 func (l *FileList) Collect() ([]File, error) {
-	w := &pageWalk{l: l, seen: map[int64]bool{}, visited: map[int64]bool{}}
-	first, err := w.fetch(1)
+	w := newPageWalk("GET "+l.path, func(f *File) int64 { return f.ID })
+	var out []File
+	var failed error
+	gather := func(f File, err error) bool {
+		if err != nil {
+			failed = err
+			return false
+		}
+		out = append(out, f)
+		return true
+	}
+	// take gathers page n; rest goes on one page at a time after it.
+	take := func(n int64, p filesPage) int64 {
+		fresh, _ := w.take(n, p.Files, gather)
+		return int64(fresh)
+	}
+	rest := func(n int64, p filesPage, fresh int64) ([]File, error) {
+		to, more, err := w.after(n, p.NextPage, len(p.Files), int(fresh))
+		if more {
+			w.follow(l.ctx, l.fetchFiles, to, gather)
+			err = failed
+		}
+		return out, err
+	}
+	// follows: page n, just gathered, is what a listing numbered as asked
+	// gives: full, all new, pointing at page n+1.
+	follows := func(n int64, p filesPage, size, fresh int64) bool {
+		return size > 0 && int64(len(p.Files)) == size && fresh == size && p.NextPage != nil && int64(*p.NextPage) == n+1
+	}
+
+	first, err := l.page(l.ctx, 1)
 	if err != nil {
 		return nil, err
 	}
+	fresh := take(1, first)
 	size, count := int64(len(first.Files)), int64(first.Count)
-	if !w.follows(first, 1, size) || count <= size {
-		return w.rest(first, 1)
+	if !follows(1, first, size, fresh) || count <= size {
+		return rest(1, first, fresh)
 	}
-	second, err := w.fetch(2)
+	second, err := l.page(l.ctx, 2)
 	if err != nil {
-		return w.out, err
+		return out, err
 	}
+	fresh = take(2, second)
 	pages := (count + size - 1) / size
-	if pages <= 2 || !w.follows(second, 2, size) {
-		return w.rest(second, 2)
+	if pages <= 2 || !follows(2, second, size, fresh) {
+		return rest(2, second, fresh)
 	}
 	got := make([]filesPage, pages+1) // by page number, from 3
 	g, ctx := errgroup.WithContext(l.ctx)
@@ -86,75 +116,19 @@ func (l *FileList) Collect() ([]File, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return w.out, err
+		return out, err
 	}
 	for n := int64(3); n <= pages; n++ {
-		w.visited[n] = true
-		w.add(got[n].Files)
-		if n == pages || !w.follows(got[n], n, size) {
-			return w.rest(got[n], n)
+		fresh = take(n, got[n])
+		if n == pages || !follows(n, got[n], size, fresh) {
+			return rest(n, got[n], fresh)
 		}
 	}
-	return w.out, nil // not reached
+	return out, nil // not reached
 }
 
-// pageWalk gathers a listing's pages.
-type pageWalk struct {
-	l       *FileList
-	seen    map[int64]bool // the ids gathered
-	visited map[int64]bool // the page numbers fetched
-	out     []File
-	fresh   int // entries of the latest page not seen before
-}
-
-// fetch fetches page n and gathers its entries.
-func (w *pageWalk) fetch(n int64) (filesPage, error) {
-	p, err := w.l.page(w.l.ctx, n)
-	if err == nil {
-		w.visited[n] = true
-		w.add(p.Files)
-	}
-	return p, err
-}
-
-// add gathers entries, each id once.
-func (w *pageWalk) add(fs []File) {
-	w.fresh = 0
-	for _, f := range fs {
-		if f.ID != 0 {
-			if w.seen[f.ID] {
-				continue
-			}
-			w.seen[f.ID] = true
-		}
-		w.fresh++
-		w.out = append(w.out, f)
-	}
-}
-
-// follows reports whether page n, just gathered, is what a listing numbered
-// as asked gives: full, all new, pointing at page n+1.
-func (w *pageWalk) follows(p filesPage, n, size int64) bool {
-	return size > 0 && int64(len(p.Files)) == size && int64(w.fresh) == size &&
-		p.NextPage != nil && int64(*p.NextPage) == n+1
-}
-
-// rest goes on from page n, just gathered, one page at a time, following
-// next_page: the end at a page pointing nowhere or empty; an error at a
-// next_page already visited or behind, or a page of nothing new.
-func (w *pageWalk) rest(p filesPage, n int64) ([]File, error) {
-	for {
-		if p.NextPage == nil || *p.NextPage <= 0 || len(p.Files) == 0 {
-			return w.out, nil
-		}
-		next := int64(*p.NextPage)
-		if w.visited[next] || next <= n || w.fresh == 0 || len(w.visited) >= maxPages {
-			return w.out, &Error{Op: "GET " + w.l.path, Err: fmt.Errorf("%w (page %d answered next_page %d)", ErrPaginationLoop, n, next)}
-		}
-		var err error
-		if p, err = w.fetch(next); err != nil {
-			return w.out, err
-		}
-		n = next
-	}
+// fetchFiles is a pageFetch of the listing's pages.
+func (l *FileList) fetchFiles(ctx context.Context, page int64) ([]File, *lenientInt, error) {
+	p, err := l.page(ctx, page)
+	return p.Files, p.NextPage, err
 }

@@ -24,39 +24,80 @@ type pageFetch[T any] func(ctx context.Context, page int64) (items []T, next *le
 // the iteration after being yielded once.
 func paginate[T any](ctx context.Context, opName string, fetch pageFetch[T], idOf func(*T) int64) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		var zero T
-		visited := map[int64]bool{}
-		seen := map[int64]struct{}{}
-		for page := int64(1); ; {
-			items, next, err := fetch(ctx, page)
-			if err != nil {
-				yield(zero, err)
-				return
+		newPageWalk(opName, idOf).follow(ctx, fetch, 1, yield)
+	}
+}
+
+// pageWalk is what a walk over a listing's pages has seen: the ids yielded
+// and the page numbers fetched (paginate, and FileList.Collect when its
+// pages stop agreeing).
+type pageWalk[T any] struct {
+	op      string
+	idOf    func(*T) int64
+	seen    map[int64]struct{}
+	visited map[int64]bool
+}
+
+func newPageWalk[T any](op string, idOf func(*T) int64) *pageWalk[T] {
+	return &pageWalk[T]{op: op, idOf: idOf, seen: map[int64]struct{}{}, visited: map[int64]bool{}}
+}
+
+// take records page as fetched and yields its items not seen before; it
+// returns how many those were, and false when yield asked to stop.
+func (w *pageWalk[T]) take(page int64, items []T, yield func(T, error) bool) (fresh int, more bool) {
+	w.visited[page] = true
+	for i := range items {
+		if id := w.idOf(&items[i]); id != 0 {
+			if _, dup := w.seen[id]; dup {
+				continue
 			}
-			visited[page] = true
-			fresh := 0
-			for i := range items {
-				if id := idOf(&items[i]); id != 0 {
-					if _, dup := seen[id]; dup {
-						continue
-					}
-					seen[id] = struct{}{}
-				}
-				fresh++
-				if !yield(items[i], nil) {
-					return
-				}
-			}
-			if next == nil || *next <= 0 || len(items) == 0 {
-				return
-			}
-			n := int64(*next)
-			if visited[n] || n <= page || fresh == 0 || len(visited) >= maxPages {
-				yield(zero, &Error{Op: opName, Err: fmt.Errorf("%w (page %d answered next_page %d)", ErrPaginationLoop, page, n)})
-				return
-			}
-			page = n
+			w.seen[id] = struct{}{}
 		}
+		fresh++
+		if !yield(items[i], nil) {
+			return fresh, false
+		}
+	}
+	return fresh, true
+}
+
+// after returns the page that follows page (of n items, fresh of them new)
+// and whether there is one: none at a next_page null or ≤ 0 or after an
+// empty page; an error wrapping ErrPaginationLoop at a next_page already
+// visited or behind, or after a page of nothing new.
+func (w *pageWalk[T]) after(page int64, next *lenientInt, n, fresh int) (int64, bool, error) {
+	if next == nil || *next <= 0 || n == 0 {
+		return 0, false, nil
+	}
+	to := int64(*next)
+	if w.visited[to] || to <= page || fresh == 0 || len(w.visited) >= maxPages {
+		return 0, false, &Error{Op: w.op, Err: fmt.Errorf("%w (page %d answered next_page %d)", ErrPaginationLoop, page, to)}
+	}
+	return to, true, nil
+}
+
+// follow fetches page and the pages it leads to, one at a time, yielding
+// their items; an error is yielded once and ends the walk.
+func (w *pageWalk[T]) follow(ctx context.Context, fetch pageFetch[T], page int64, yield func(T, error) bool) {
+	var zero T
+	for {
+		items, next, err := fetch(ctx, page)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		fresh, more := w.take(page, items, yield)
+		if !more {
+			return
+		}
+		to, more, err := w.after(page, next, len(items), fresh)
+		if err != nil {
+			yield(zero, err)
+		}
+		if !more {
+			return
+		}
+		page = to
 	}
 }
 

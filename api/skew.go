@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -83,14 +82,11 @@ func (s *serviceClock) observe(sent, got time.Time, header http.Header, stamp js
 }
 
 // serviceTime reads the time an answer was made: the envelope's timestamp
-// (an RFC 3339 time with its zone, as the interface documents it), else the
-// Date header (whole seconds, so the middle of its second).
+// (in any spelling the decoder reads, parseTime), else the Date header
+// (whole seconds, so the middle of its second).
 func serviceTime(header http.Header, stamp json.RawMessage) (time.Time, bool) {
-	var ts string
-	if len(stamp) > 0 && json.Unmarshal(stamp, &ts) == nil {
-		if at, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(ts)); err == nil {
-			return at, true
-		}
+	if at := parseTime(stamp); !at.IsZero() {
+		return at, true
 	}
 	if d := header.Get("Date"); d != "" {
 		if at, err := http.ParseTime(d); err == nil {

@@ -501,8 +501,9 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
-	found := false
+	found, pendingLink := false, false
 	if st := n.staged(name); st != nil {
+		pendingLink = n.fsys.isLinkStaged(st)
 		if err := n.fsys.store.Staging.Remove(st); err != nil {
 			return Errno(n.fsys.log, "removing "+name, err)
 		}
@@ -521,6 +522,13 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	f, ok, errno := n.existingErr(ctx, name)
 	if errno != 0 {
 		return errno
+	}
+	if ok && found && n.fsys.isLink(f) != pendingLink {
+		// A link made here and a file of the same name on the service (or
+		// the reverse) are two entries (X.rclonelink, X): the unlink removed
+		// the one this mount showed; the other, which it never showed, shows
+		// now.
+		ok = false
 	}
 	if ok {
 		if f.IsDir() {

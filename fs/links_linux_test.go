@@ -464,3 +464,47 @@ func TestLinkEdges(t *testing.T) {
 	}
 	checkLink(t, sh("ln"), "target")
 }
+
+// Two desks, one name: this desk made a link X (pending) while another put a
+// file X on the service (and the reverse). The unlink or rename here of what
+// this desk shows as X moves only its own entry: the other desk's, which
+// this one never showed, stays on the service and shows here after.
+func TestLinkBesideAnotherDesksFile(t *testing.T) {
+	e := newEnv(t, envOptions{WriteBack: time.Hour}) // pending until drained
+	sh := func(name string) string { return e.Path("shared", name) }
+	root := e.root(0)
+	for _, name := range []string{"rm", "mv"} {
+		if err := os.Symlink("t", sh(name)); err != nil {
+			t.Fatal(err)
+		}
+		e.put(0, root, name, []byte("another desk's "+name))
+	}
+	if err := os.WriteFile(sh("f"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.put(0, root, "f"+linkSuffix, []byte("another desk's link"))
+	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}) // this desk lists them
+
+	for _, name := range []string{"rm", "f"} {
+		if err := os.Remove(sh(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(sh("mv"), sh("moved")); err != nil {
+		t.Fatal(err)
+	}
+	e.drain()
+	for name, want := range map[string]string{"rm": "another desk's rm", "mv": "another desk's mv", "f" + linkSuffix: "another desk's link", "moved" + linkSuffix: "t"} {
+		if got := string(e.serviceBytes(name)); got != want {
+			t.Errorf("%s on the service: %q, want %q", name, got, want)
+		}
+	}
+	e.wantGone("rm" + linkSuffix)
+	e.wantGone("f")
+	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	time.Sleep(1100 * time.Millisecond) // the kernel's attribute cache
+	if b, err := os.ReadFile(sh("rm")); err != nil || string(b) != "another desk's rm" {
+		t.Errorf("rm after the unlink of the link: %q %v, want the other desk's file", b, err)
+	}
+	checkLink(t, sh("f"), "another desk's link")
+}

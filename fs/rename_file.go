@@ -76,9 +76,11 @@ func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno 
 		return Errno(fsys.log, "renaming "+r.name, err)
 	}
 	r.dst.displace(ctx, r.newName, st)
-	if r.onService {
+	if r.onService && fsys.isLink(r.old) == r.link {
 		// The pending file replaced a service file of the old name: that one
-		// goes when the new name is on the service.
+		// goes when the new name is on the service. One of the other kind
+		// (a file beside a link of its name, or the reverse) is another
+		// entry, never shown for this one: it stays.
 		fsys.store.Supersede(r.src.dirKey(), r.old, st)
 	}
 	st.SetPath(r.dst.Path(nil) + "/" + r.newName)

@@ -244,16 +244,21 @@ func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHand
 // openPendingReader opens a pending file for reading: a staged handle holding
 // a reader of its staging copy. Nil when the file is not pending.
 func (n *fileNode) openPendingReader() *stagedHandle {
-	if n.refreshStaged() == nil {
-		return nil
-	}
-	// Acquire keeps the staging copy open for this reader, even if its upload
-	// ends meanwhile.
-	st := n.fsys.store.Staging.Acquire(n.target(), false)
+	st := n.acquirePending()
 	if st == nil {
 		return nil
 	}
 	return &stagedHandle{node: n, staged: st}
+}
+
+// acquirePending returns the file's staging copy held for reading (the
+// caller closes its reader), kept open even if its upload ends meanwhile;
+// nil when the file is not pending (or its upload ended just now).
+func (n *fileNode) acquirePending() *cache.Staged {
+	if n.refreshStaged() == nil {
+		return nil
+	}
+	return n.fsys.store.Staging.Acquire(n.target(), false)
 }
 
 // openReader opens the service's content of the file: a read handle. The

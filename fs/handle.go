@@ -106,13 +106,7 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 // changedHere returns the file's staging copy, held for reading, when this
 // mount changed the file since the handle opened it (an edit, a truncate, a
 // rename): the caller closes its reader. Nil while the file is as opened.
-func (h *readHandle) changedHere() *cache.Staged {
-	n := h.node
-	if n.refreshStaged() == nil {
-		return nil
-	}
-	return n.fsys.store.Staging.Acquire(n.target(), false) // nil when its upload ended just now
-}
+func (h *readHandle) changedHere() *cache.Staged { return h.node.acquirePending() }
 
 // reader returns the reader of the version to read: the one opened, or,
 // once this mount uploaded a change of the file (a version that keeps the

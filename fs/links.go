@@ -216,13 +216,11 @@ func (n *fileNode) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	if !n.link {
 		return nil, syscall.EINVAL
 	}
-	if n.refreshStaged() != nil {
-		if st := n.fsys.store.Staging.Acquire(n.target(), false); st != nil {
-			defer st.CloseReader()
-			b := make([]byte, min(st.Size(), maxLinkTarget+1))
-			k, err := st.File().ReadAt(b, 0)
-			return n.checkTarget(b[:k], err)
-		}
+	if st := n.acquirePending(); st != nil {
+		defer st.CloseReader()
+		b := make([]byte, min(st.Size(), maxLinkTarget+1))
+		k, err := st.File().ReadAt(b, 0)
+		return n.checkTarget(b[:k], err)
 	}
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()

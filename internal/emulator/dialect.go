@@ -268,12 +268,10 @@ func (d Dialect) errorStatus(code int) int {
 	switch {
 	case code >= 1000 && d.FourDigitStatus != 0:
 		return d.FourDigitStatus
-	case code >= 1000:
-		return http.StatusBadRequest
-	case d.ErrorsIn200 && code < 500:
+	case code < 500 && d.ErrorsIn200:
 		return http.StatusOK
 	}
-	return code
+	return httpStatus(code) // the default dialect's
 }
 
 // formatTime is a timestamp of the dialect.

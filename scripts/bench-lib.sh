@@ -43,12 +43,16 @@ ratio() {
 	fi
 	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
 }
-mibps() { ratio "$1" "$(awk -v s="$2" 'BEGIN { printf "%.6f", s * 1048576 }')" >/dev/null && awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f", n / s / 1048576 }'; }
-# ok VALUE TARGET: "met" when VALUE >= TARGET, compared as numbers.
-ok() {
-	num "$1" && num "$2" || { echo "bench: FAILED: '$1' against '$2': not numbers" >&2; return 1; }
-	awk -v v="$1" -v t="$2" 'BEGIN { print (v + 0 >= t + 0) ? "met" : "NOT met" }'
+# mibps BYTES SECONDS: MiB/s, with ratio's checks of both figures.
+mibps() { ratio "$1" "$2" >/dev/null && awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f", n / s / 1048576 }'; }
+# ok VALUE TARGET: "met" when VALUE >= TARGET; ok_below when VALUE <= TARGET
+# (figures where lower is better); compared as numbers.
+meets() {
+	num "$2" && num "$3" || { echo "bench: FAILED: '$2' against '$3': not numbers" >&2; return 1; }
+	awk -v op="$1" -v v="$2" -v t="$3" 'BEGIN { m = op == ">=" ? v + 0 >= t + 0 : v + 0 <= t + 0; print m ? "met" : "NOT met" }'
 }
+ok() { meets ">=" "$@"; }
+ok_below() { meets "<=" "$@"; }
 waitfor() { for _ in $(seq 1 600); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "timed out waiting for $1" >&2; exit 1; }
 # Each measurement starts with the disk quiet (earlier steps leave data to write back).
 # timed prints how long the command took; a command that fails prints no
@@ -158,11 +162,5 @@ save_results() {
 	printf '%s' "$chart_rows" >"$BENCH_RESULTS/$name.tsv"
 }
 
-# ok_below VALUE TARGET: "met" when VALUE <= TARGET (figures where lower is
-# better; ok is for higher).
-ok_below() {
-	num "$1" && num "$2" || { echo "bench: FAILED: '$1' against '$2': not numbers" >&2; return 1; }
-	awk -v v="$1" -v t="$2" 'BEGIN { print (v + 0 <= t + 0) ? "met" : "NOT met" }'
-}
 # avail_bytes: free bytes on the file system of the work dir.
 avail_bytes() { df --output=avail -B1 "$work" | tail -1; }

@@ -113,6 +113,8 @@ type Dirs struct {
 
 	ahead *dirAhead // nil: no read-ahead; its state is guarded by mu (dirahead.go)
 
+	watch atomic.Pointer[DirsWatcher] // told of drops and puts (Watch)
+
 	group singleflight.Group
 	stats struct{ listings, seatLists, hits, stale, ahead, aheadRead atomic.Int64 }
 }
@@ -149,6 +151,12 @@ func (d *Dirs) Stats() DirStats {
 }
 
 func (d *Dirs) fresh(t time.Time) bool { return d.now().Sub(t) < d.ttl }
+
+// FreshFor is how much longer a listing fetched at t stays fresh: 0 once it
+// is not (and always without a listing cache).
+func (d *Dirs) FreshFor(t time.Time) time.Duration {
+	return max(0, d.ttl-d.now().Sub(t))
+}
 
 // List returns a folder's entries, from the cache while they are fresh. A
 // fetch is shared by every caller of the folder and runs on no caller's
@@ -366,7 +374,22 @@ func (d *Dirs) Drop(key DirKey) {
 	d.mu.Lock()
 	delete(d.dirs, key)
 	d.mu.Unlock()
+	if w := d.watch.Load(); w != nil && w.Dropped != nil {
+		w.Dropped(key)
+	}
 }
+
+// DirsWatcher is told, after the fact and outside the cache's lock, what
+// the cache forgot or was told without a fetch: the mount tells the kernel,
+// which keeps entries as long as their listing is fresh (fs/kernel.go).
+type DirsWatcher struct {
+	Dropped    func(key DirKey)             // a folder's listing (Drop)
+	DroppedAll func()                       // every listing (DropAll)
+	Put        func(key DirKey, f api.File) // a file put in a folder's cached listing (Put)
+}
+
+// Watch sets the watcher (nil: none).
+func (d *Dirs) Watch(w *DirsWatcher) { d.watch.Store(w) }
 
 // DropAll forgets every listing and the computer list (SIGHUP, .ctl/refresh).
 func (d *Dirs) DropAll() {
@@ -379,6 +402,9 @@ func (d *Dirs) DropAll() {
 		a.queue, a.unread, a.entries = newAheadQueue(), map[DirKey]aheadListing{}, 0
 	}
 	d.mu.Unlock()
+	if w := d.watch.Load(); w != nil && w.DroppedAll != nil {
+		w.DroppedAll()
+	}
 }
 
 // DropSeats forgets the computer list (a change made through .ctl); the
@@ -404,6 +430,9 @@ func (d *Dirs) Put(key DirKey, f api.File) {
 		}
 		return append(out, f)
 	})
+	if w := d.watch.Load(); w != nil && w.Put != nil {
+		w.Put(key, f)
+	}
 }
 
 // Remove takes a file the mount deleted out of its folder's cached listing.

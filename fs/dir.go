@@ -63,7 +63,7 @@ type dirNode struct {
 
 func (f *FS) newDirNode(key cache.DirKey, mtime time.Time) *dirNode {
 	n := &dirNode{node: node{fsys: f}, mtime: mtime}
-	n.keyv.Store(&key)
+	n.setKey(key)
 	return n
 }
 
@@ -109,8 +109,15 @@ func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
 	if err != nil {
 		return nil, n.fsys.errno(ctx, "listing "+n.Path(nil), err)
 	}
+	return n.setView(l), 0
+}
+
+// setView makes listing l the folder's view, unless it is already; a
+// listing fetched anew has the kernel told what changed (kernel.go).
+func (n *dirNode) setView(l *cache.Listing) *dirView {
 	n.mu.Lock()
-	fresh := n.view == nil || n.view.listing != l
+	old := n.view
+	fresh := old == nil || old.listing != l
 	if fresh {
 		n.view = newDirView(l, !n.fsys.opts.NoLinks)
 	}
@@ -119,7 +126,10 @@ func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
 	if fresh && len(v.shadowed) > 0 {
 		n.warnShadowed(v.shadowed)
 	}
-	return v, 0
+	if fresh && (old == nil || l.Fetched.After(old.listing.Fetched)) {
+		n.listingChanged(v) // fetched, not edited by this mount
+	}
+	return v
 }
 
 // staged is the pending file of this folder shown as name, if any: the file
@@ -169,6 +179,7 @@ func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 }
 
 func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	n.fsys.asked.lookups.Add(1)
 	if len(name) > maxName {
 		return nil, syscall.ENAMETOOLONG
 	}
@@ -185,6 +196,7 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if st := n.staged(name); st != nil {
 		ch := n.stagedChild(ctx, name, st)
 		EntryAttr(ctx, ch, out)
+		n.fsys.keepEntry(out, time.Now()) // this mount's own file (kernel.go)
 		return ch, 0
 	}
 	v, errno := n.load(ctx)
@@ -195,8 +207,11 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	ch := n.listedChild(ctx, name, v.files[i])
+	ch := n.listedChild(ctx, name, v.files[i], v.listing.Fetched)
 	EntryAttr(ctx, ch, out)
+	if _, ok := ch.Operations().(*fileNode); ok {
+		n.fsys.keepEntry(out, v.listing.Fetched) // as long as the listing is fresh (kernel.go)
+	}
 	return ch, 0
 }
 
@@ -204,7 +219,7 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 // the kernel already knows under that name is kept and brought up to date
 // with the listing (go-fuse would otherwise drop a new node for the known
 // one).
-func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gofs.Inode {
+func (n *dirNode) listedChild(ctx context.Context, name string, f api.File, listedAt time.Time) *gofs.Inode {
 	ch := n.GetChild(name)
 	if op, ok := opsOf(ch).(*fileNode); ok {
 		op.refreshStaged() // an upload that ended gives its inode number to the new version
@@ -212,7 +227,7 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gof
 	if ch != nil && ch.StableAttr().Ino == n.fsys.inoOf(f.ID) {
 		switch op := ch.Operations().(type) {
 		case *fileNode:
-			op.update(n.dirKey(), f)
+			op.update(n.dirKey(), f, listedAt)
 			return ch
 		case *dirNode:
 			op.mu.Lock()
@@ -225,8 +240,9 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File) *gof
 		return n.NewInode(ctx, n.fsys.newDirNode(cache.DirKey{Area: n.dirKey().Area, ID: f.ID}, f.LastModified),
 			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: n.fsys.inoOf(f.ID)})
 	}
-	return n.NewInode(ctx, n.fsys.newFileNode(n.dirKey(), f, nil),
-		gofs.StableAttr{Mode: n.fsys.modeOf(f), Ino: n.fsys.inoOf(f.ID)})
+	fn := n.fsys.newFileNode(n.dirKey(), f, nil)
+	fn.listedAt = listedAt
+	return n.NewInode(ctx, fn, gofs.StableAttr{Mode: n.fsys.modeOf(f), Ino: n.fsys.inoOf(f.ID)})
 }
 
 // modeOf is the file type a listed entry shows as.
@@ -415,6 +431,7 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	ch := n.stagedChild(ctx, name, st)
 	fn := ch.Operations().(*fileNode)
 	fn.fillAttr(&out.Attr)
+	n.fsys.keepEntry(out, time.Now()) // this mount's own file (kernel.go)
 	return ch, &stagedHandle{node: fn, staged: st, writer: true}, 0, 0
 }
 
@@ -484,7 +501,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 		n.fsys.store.Attrs.SetDir(key, set)
 	}
 	n.fsys.store.Attrs.TouchDir(n.dirKey())
-	ch := n.listedChild(ctx, name, f)
+	ch := n.listedChild(ctx, name, f, time.Time{})
 	n.fsys.setDirAttr(&out.Attr, f.LastModified)
 	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(key))
 	return ch, 0

@@ -10,6 +10,7 @@ import (
 	"context"
 	"sync"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -28,6 +29,7 @@ type fileNode struct {
 	parent      cache.DirKey  // guarded by mu; the folder it is listed in
 	file        api.File      // guarded by mu; a placeholder (ID 0) until listed
 	kernelCache cache.Meta    // guarded by mu; the version the kernel's page cache may hold
+	listedAt    time.Time     // guarded by mu; when the listing that gave file was fetched (kernel.go)
 	staged      *cache.Staged // guarded by mu; the pending local copy, while there is one
 	unlinked    *cache.Staged // guarded by mu; the pending copy unlinked while open: what the open descriptors see
 	linkTarget  linkTarget    // guarded by mu; a link's target as last read (links.go)
@@ -51,7 +53,7 @@ var (
 
 // update takes a newer listing record of the file. When its content changed,
 // the kernel's cached pages of it are dropped, once.
-func (n *fileNode) update(parent cache.DirKey, f api.File) {
+func (n *fileNode) update(parent cache.DirKey, f api.File, listedAt time.Time) {
 	n.mu.Lock()
 	changed := n.kernelCache != (cache.Meta{}) && !n.kernelCache.Same(cache.MetaOf(f))
 	if changed {
@@ -59,6 +61,7 @@ func (n *fileNode) update(parent cache.DirKey, f api.File) {
 	}
 	n.file = f
 	n.parent = parent
+	n.listedAt = listedAt
 	n.mu.Unlock()
 	if changed {
 		// Outside any lock, and not from within the kernel's request.
@@ -99,6 +102,7 @@ func (n *fileNode) refreshStaged() *cache.Staged {
 		n.file = api.File{Name: t.Name} // removed: a placeholder until the listing is read
 		if f, ok := st.Uploaded(); ok && f.ID != 0 {
 			n.file = f
+			n.listedAt = time.Now() // this mount's own version, as of its upload's end (kernel.go)
 			// The new version keeps the node's inode number (base.go).
 			n.fsys.inos.Add(f.ID, n.StableAttr().Ino)
 		}
@@ -142,7 +146,10 @@ func (n *fileNode) current(ctx context.Context) (api.File, syscall.Errno) {
 
 // fillAttr fills a file's attributes: a pending file's from its staging copy.
 // A link shows as one, its size its target's length.
-func (n *fileNode) fillAttr(a *fuse.Attr) {
+// It returns the time they are as fresh as (kernel.go): the listing's
+// fetch, or now for a pending file (its changes are this mount's); zero
+// for an unlinked one.
+func (n *fileNode) fillAttr(a *fuse.Attr) (asOf time.Time) {
 	if n.link {
 		defer linkMode(a)
 	}
@@ -152,23 +159,25 @@ func (n *fileNode) fillAttr(a *fuse.Attr) {
 	if gone != nil {
 		n.fsys.stagedAttr(a, gone)
 		a.Nlink = 0 // unlinked, still open
-		return
+		return time.Time{}
 	}
 	if st := n.refreshStaged(); st != nil {
 		n.fsys.stagedAttr(a, st)
 		set := n.fsys.store.Attrs.Pending(st.Target())
 		set.MTime = nil // the staging copy's
 		applyAttr(a, set)
-		return
+		return time.Now()
 	}
 	n.mu.Lock()
-	f := n.file
+	f, listedAt := n.file, n.listedAt
 	n.mu.Unlock()
 	n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), f.Size, f.LastModified)
 	applyAttr(a, n.fsys.store.Attrs.Shown(f))
 	if f.ID != 0 && n.fsys.open.isUnlinked(f.ID) {
 		a.Nlink = 0
+		return time.Time{}
 	}
+	return listedAt
 }
 
 // stagedAttr fills a staged file's attributes from one fstat of its
@@ -185,7 +194,10 @@ func (f *FS) stagedAttr(a *fuse.Attr, st *cache.Staged) {
 }
 
 func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	n.fillAttr(&out.Attr)
+	n.fsys.asked.getattrs.Add(1)
+	if t := n.fsys.listedTimeout(n.fillAttr(&out.Attr)); t > 0 {
+		out.SetTimeout(t)
+	}
 	return 0
 }
 
@@ -197,6 +209,7 @@ func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.At
 // do), which spares a round trip per file to programs that open many, as git
 // status does.
 func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	n.fsys.asked.opens.Add(1)
 	if n.link {
 		return nil, 0, syscall.ELOOP // the kernel follows links; an open of the link itself
 	}

@@ -94,6 +94,9 @@ type FS struct {
 	local       localFiles                // desktop litter, kept in memory (local.go)
 	open        openFiles                 // read handles per service file; files unlinked while open (unlinked.go)
 	shadowed    sync.Map                  // ids of link files hidden by an entry of their name, warned of once (links.go); safe for concurrent use
+	root        *rootNode                 // set by Mount, before the kernel asks anything (kernel.go)
+	dirNodes    sync.Map                  // cache.DirKey -> *dirNode: the folders the kernel knows (kernel.go); safe for concurrent use
+	asked       kernelCounters            // what the kernel asked (kernel.go)
 }
 
 // New makes the tree of a mount.
@@ -112,7 +115,9 @@ func New(deps Deps, opts Options) *FS {
 	if err != nil {
 		panic(err)
 	}
-	return &FS{store: deps.Store, log: deps.Log, opts: opts, start: time.Now(), inos: inos, pendingInos: pending}
+	f := &FS{store: deps.Store, log: deps.Log, opts: opts, start: time.Now(), inos: inos, pendingInos: pending}
+	f.watchDirs()
+	return f
 }
 
 // keptInos is how many inode numbers of files the mount uploaded it keeps
@@ -163,7 +168,8 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 	if f.opts.ReadOnly {
 		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
 	}
-	return gofs.Mount(dir, &rootNode{node: node{fsys: f}, ctl: mo.Ctl}, opts)
+	f.root = &rootNode{node: node{fsys: f}, ctl: mo.Ctl}
+	return gofs.Mount(dir, f.root, opts)
 }
 
 // writable reports whether changes may be made in an area.

@@ -64,6 +64,7 @@ var (
 // answers EIO once none came for the I/O timeout (a read past the cache: once
 // the I/O timeout passed).
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.node.fsys.asked.reads.Add(1)
 	if st := h.changedHere(); st != nil {
 		defer st.CloseReader()
 		n, err := st.File().ReadAt(dest, off)
@@ -100,8 +101,21 @@ func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 	if err != nil {
 		return nil, h.node.fsys.errno(ctx, "reading "+h.node.Path(nil), err)
 	}
+	if n <= smallRead {
+		// A copy costs less than a splice's pipe (git status reads many
+		// files of a few bytes).
+		k, err := r.Handle().ReadAt(dest[:n], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, Errno(h.node.fsys.log, "reading "+h.node.Path(nil), err)
+		}
+		return fuse.ReadResultData(dest[:k]), 0
+	}
 	return fuse.ReadResultFd(r.File().Fd(), off, int(n)), 0
 }
+
+// smallRead is the largest read answered by a copy from the cache file
+// rather than a splice of it.
+const smallRead = 32 << 10
 
 // changedHere returns the file's staging copy, held for reading, when this
 // mount changed the file since the handle opened it (an edit, a truncate, a
@@ -227,6 +241,7 @@ func (h *stagedHandle) current() *cache.Staged {
 }
 
 func (h *stagedHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.node.fsys.asked.reads.Add(1)
 	st, errno := h.get(ctx)
 	if errno != 0 {
 		return nil, errno

@@ -46,6 +46,9 @@ type uploadRace struct {
 
 func newUploadRace(e *testEnv) *uploadRace {
 	u := &uploadRace{e: e, held: make(chan struct{}), release: make(chan struct{}), parent: -1}
+	// The listing awaited must be the operation's own: the mount's refetch
+	// of a dropped listing (fs/kernel.go) would list the folder first.
+	e.Store.Dirs.Watch(nil)
 	var heldOnce sync.Once
 	e.setHook(func(r *http.Request, answered bool) {
 		switch {

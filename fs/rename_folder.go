@@ -59,7 +59,7 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	if ch := r.src.GetChild(r.name); ch != nil {
 		if dn, ok := ch.Operations().(*dirNode); ok {
 			newKey := cache.DirKey{Area: dst.Area, ID: made.ID}
-			dn.keyv.Store(&newKey)
+			dn.setKey(newKey)
 			dn.mu.Lock()
 			dn.view, dn.mtime = nil, made.LastModified
 			dn.mu.Unlock()

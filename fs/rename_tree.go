@@ -252,7 +252,7 @@ func (r *renaming) retargetTree(newKeys map[int64]cache.DirKey, copies map[*tree
 				op.mu.Unlock()
 			}
 		}
-		dn.keyv.Store(&nk)
+		dn.setKey(nk)
 		dn.mu.Lock()
 		dn.view = nil
 		dn.mu.Unlock()

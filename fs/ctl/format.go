@@ -60,6 +60,15 @@ type Stats struct {
 		BytesFetched  int64 `json:"bytes_fetched"`
 		BytesDirect   int64 `json:"bytes_past_cache"`
 	} `json:"reads"`
+	// Kernel counts what the kernel asked the daemon for files in storage
+	// folders; what it answered from what it keeps (entries, attributes,
+	// pages) is not counted.
+	Kernel struct {
+		Lookups  int64 `json:"lookups"`
+		Getattrs int64 `json:"getattrs"`
+		Opens    int64 `json:"opens"`
+		Reads    int64 `json:"reads"`
+	} `json:"kernel"`
 	Bundles struct {
 		Jobs      int64 `json:"jobs"`
 		Completed int64 `json:"completed"`

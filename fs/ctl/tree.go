@@ -239,6 +239,10 @@ func (t *Tree) Stats() *Stats {
 		fst := t.store.Fetcher.Stats()
 		s.Reads.RangeRequests, s.Reads.ReadAhead, s.Reads.BytesFetched, s.Reads.BytesDirect = fst.RangeRequests, fst.AheadFetches, fst.BytesFetched, fst.BytesDirect
 	}
+	if t.mount != nil {
+		k := t.mount.KernelRequests()
+		s.Kernel.Lookups, s.Kernel.Getattrs, s.Kernel.Opens, s.Kernel.Reads = k.Lookups, k.Getattrs, k.Opens, k.Reads
+	}
 	if t.store.Bundler != nil {
 		bs := t.store.Bundler.Stats()
 		s.Bundles.Jobs, s.Bundles.Completed, s.Bundles.Failed, s.Bundles.Aborted, s.Bundles.Files, s.Bundles.Disabled =

@@ -45,6 +45,7 @@ var metricDefs = map[string]struct {
 	"orgfs_read_ahead_requests_total": {"ranged GETs started by read-ahead", nil},
 	"orgfs_fetched_bytes_total":       {"bytes fetched into the cache", nil},
 	"orgfs_uncached_read_bytes_total": {"bytes read past a cache that could not hold them", nil},
+	"orgfs_kernel_requests_total":     {"what the kernel asked the daemon for files (lookup, getattr, open, read); what it answered itself is not counted", []string{"op"}},
 	"orgfs_bundle_jobs_total":         {"bundle (ZIP) jobs started for folders of small files", nil},
 	"orgfs_bundle_jobs_failed_total":  {"bundle jobs that failed", nil},
 	"orgfs_bundle_files_total":        {"files put in the cache from bundles", nil},
@@ -100,6 +101,10 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("orgfs_read_ahead_requests_total", float64(s.Reads.ReadAhead))
 	counter("orgfs_fetched_bytes_total", float64(s.Reads.BytesFetched))
 	counter("orgfs_uncached_read_bytes_total", float64(s.Reads.BytesDirect))
+	counter("orgfs_kernel_requests_total", float64(s.Kernel.Lookups), "lookup")
+	counter("orgfs_kernel_requests_total", float64(s.Kernel.Getattrs), "getattr")
+	counter("orgfs_kernel_requests_total", float64(s.Kernel.Opens), "open")
+	counter("orgfs_kernel_requests_total", float64(s.Kernel.Reads), "read")
 	counter("orgfs_bundle_jobs_total", float64(s.Bundles.Jobs))
 	counter("orgfs_bundle_jobs_failed_total", float64(s.Bundles.Failed))
 	counter("orgfs_bundle_files_total", float64(s.Bundles.Files))

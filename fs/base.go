@@ -8,8 +8,6 @@ package fs
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/fnv"
 	"syscall"
 	"time"
 
@@ -78,8 +76,9 @@ func (Common) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno
 // Inode numbers: the fixed folders are small; a service object's is its id
 // above 2^40 (ids are unique across the organization and its areas); a
 // computer's folder is its id above 2^41; a file not yet on the service has
-// its staged copy's number above 2^62 + 2^61 (stagedIno), a desktop file kept
-// in memory a hash of its folder and name above 2^62 (nameIno); the root's
+// its staged copy's number above 2^62 + 2^61 (stagedIno), an entry kept in
+// memory (a desktop file, a special node) its own number above 2^62 + 2^61 +
+// 2^60 (localIno); the root's
 // .Trash-UID is the uid above 2^39 (trashMarkerIno); the control tree's
 // nodes (package fs/ctl) have a hash of their path above 2^63.
 const (
@@ -121,18 +120,6 @@ func (f *FS) stagedIno(st *cache.Staged) uint64 {
 	return 1<<62 | 1<<61 | uint64(st.Seq())
 }
 
-// nameIno is a number for a name in a folder, stable for both.
-func nameIno(parent cache.DirKey, name string) uint64 {
-	h := fnv.New64a()
-	var b [24]byte
-	binary.LittleEndian.PutUint64(b[0:], uint64(parent.Area.Kind))
-	binary.LittleEndian.PutUint64(b[8:], uint64(parent.Area.MachineID))
-	binary.LittleEndian.PutUint64(b[16:], uint64(parent.ID))
-	h.Write(b[:])
-	h.Write([]byte(name))
-	return 1<<62 | h.Sum64()>>3
-}
-
 // DirMode is a folder's permissions: 0777 less the umask.
 func (f *FS) DirMode() uint32 { return 0o777 &^ f.opts.Umask }
 
@@ -154,7 +141,7 @@ func (f *FS) SetAttr(a *fuse.Attr, mode uint32, size int64, mtime time.Time) {
 	a.Blksize = 1 << 20
 	a.SetTimes(&mtime, &mtime, &mtime) // access time: the modification time (age-based cleaners read it)
 	a.Owner = fuse.Owner{Uid: f.opts.UID, Gid: f.opts.GID}
-	if mode&syscall.S_IFDIR != 0 {
+	if mode&syscall.S_IFMT == syscall.S_IFDIR {
 		a.Nlink = 2
 	} else {
 		a.Nlink = 1

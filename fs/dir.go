@@ -112,26 +112,6 @@ func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
 	return n.setView(l), 0
 }
 
-// setView makes listing l the folder's view, unless it is already; a
-// listing fetched anew has the kernel told what changed (kernel.go).
-func (n *dirNode) setView(l *cache.Listing) *dirView {
-	n.mu.Lock()
-	old := n.view
-	fresh := old == nil || old.listing != l
-	if fresh {
-		n.view = newDirView(l, !n.fsys.opts.NoLinks)
-	}
-	v := n.view
-	n.mu.Unlock()
-	if fresh && len(v.shadowed) > 0 {
-		n.warnShadowed(v.shadowed)
-	}
-	if fresh && (old == nil || l.Fetched.After(old.listing.Fetched)) {
-		n.listingChanged(v) // fetched, not edited by this mount
-	}
-	return v
-}
-
 // staged is the pending file of this folder shown as name, if any: the file
 // of that name, else the link (its link file, links.go). A link file's own
 // name shows nothing.
@@ -185,12 +165,14 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	}
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
+	// A special node shows over anything of its name; a desktop file
+	// where the service lists none of its name.
+	if lf := n.fsys.local.get(n.dirKey(), name); lf != nil && (lf.special() || !n.cachedHas(name)) {
+		ch := n.localChild(ctx, lf)
+		EntryAttr(ctx, ch, out)
+		return ch, 0
+	}
 	if probeName(name) && !n.cachedHas(name) {
-		if lf := n.fsys.local.get(n.dirKey(), name); lf != nil {
-			ch := n.localChild(ctx, name, lf)
-			EntryAttr(ctx, ch, out)
-			return ch, 0
-		}
 		return nil, syscall.ENOENT // answered from memory: no request
 	}
 	if st := n.staged(name); st != nil {
@@ -313,7 +295,7 @@ func succeeds(ch *gofs.Inode, st *cache.Staged) bool {
 
 // Readdir lists the folder: the listing, where a pending file of a listed
 // name stands for the listed one, then the pending files of new names, then
-// the local-only files. Links show under their names (links.go).
+// the local entries (withLocal). Links show under their names (links.go).
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
@@ -357,12 +339,30 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: n.fsys.stagedMode(st), Ino: n.fsys.stagedIno(st)})
 		}
 	}
-	for _, name := range n.fsys.local.names(n.dirKey()) {
-		if _, listed := v.byName[name]; !listed {
-			entries = append(entries, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: localIno(n.dirKey(), name)})
+	return gofs.NewListDirStream(withLocal(entries, n.fsys.local.entries(n.dirKey()))), 0
+}
+
+// withLocal adds a folder's local entries (local.go) to its listing: a
+// special node in place of an entry of its name (as Lookup shows it), a
+// desktop file where none has its name.
+func withLocal(entries, locals []fuse.DirEntry) []fuse.DirEntry {
+	if len(locals) == 0 {
+		return entries
+	}
+	at := make(map[string]int, len(entries))
+	for i, e := range entries {
+		at[e.Name] = i
+	}
+	for _, l := range locals {
+		i, ok := at[l.Name]
+		switch {
+		case !ok:
+			entries = append(entries, l)
+		case l.Mode != syscall.S_IFREG:
+			entries[i] = l
 		}
 	}
-	return gofs.NewListDirStream(entries), 0
+	return entries
 }
 
 // target is where a file of this folder named name goes on the service.
@@ -407,12 +407,15 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, nil, 0, errno
 	}
+	if n.fsys.local.special(n.dirKey(), name) != nil {
+		return nil, nil, 0, syscall.EEXIST // a special node (special.go)
+	}
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	if probeName(name) {
 		// Desktop litter (._*, .DS_Store, Thumbs.db...) is kept in memory,
 		// never uploaded (local.go).
-		ch := n.localChild(ctx, name, n.fsys.local.create(n.dirKey(), name))
+		ch := n.localChild(ctx, n.fsys.local.create(n.dirKey(), name, n.fsys.desktopAttr()))
 		ln := ch.Operations().(*localNode)
 		var a fuse.AttrOut
 		ln.Getattr(ctx, nil, &a)
@@ -483,7 +486,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	}
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
-	if n.staged(name) != nil { // the staging first (load)
+	if n.staged(name) != nil || n.fsys.local.special(n.dirKey(), name) != nil { // the staging first (load)
 		return nil, syscall.EEXIST
 	}
 	if _, ok, errno := n.existingErr(ctx, name); ok || errno != 0 {
@@ -513,7 +516,10 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if !n.fsys.writable(n.dirKey().Area) {
 		return syscall.EROFS
 	}
-	if probeName(name) && n.fsys.local.remove(n.dirKey(), name) {
+	if lf := n.fsys.local.remove(n.dirKey(), name); lf != nil {
+		if lf.special() {
+			n.fsys.store.Attrs.TouchDir(n.dirKey())
+		}
 		return 0
 	}
 	ctx, cancel := n.fsys.bound(ctx)
@@ -586,7 +592,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return syscall.ENOTDIR
 	}
 	key := cache.DirKey{Area: n.dirKey().Area, ID: f.ID}
-	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 {
+	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 || n.fsys.local.hasSpecial(key) {
 		return syscall.ENOTEMPTY
 	}
 	n.fsys.store.Dirs.Drop(key)
@@ -617,17 +623,14 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	if errno := dst.checkNew(newName); errno != 0 {
 		return errno
 	}
-	if probeName(name) && n.fsys.local.get(n.dirKey(), name) != nil {
-		if !probeName(newName) {
-			return syscall.EXDEV // a local-only file becomes a real one by a copy (mv does it)
-		}
-		n.fsys.local.rename(n.dirKey(), name, dst.dirKey(), newName)
-		return 0
-	}
 	const renameNoreplace, renameExchange = 1, 2
 	if flags&renameExchange != 0 {
 		return syscall.EINVAL
 	}
+	if lf := n.fsys.local.get(n.dirKey(), name); lf != nil {
+		return n.renameLocal(ctx, lf, name, dst, newName, flags&renameNoreplace != 0) // special.go
+	}
+	over := n.fsys.local.get(dst.dirKey(), newName) // goes once the move is done
 	r := &renaming{src: n, dst: dst, name: name, newName: newName}
 	// The staging first, then the listing (load): a file whose upload ends
 	// in between is in one or the other, never in neither, nor listed in its
@@ -646,7 +649,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		r.link = n.fsys.isLink(r.old)
 	}
 	if flags&renameNoreplace != 0 {
-		if dst.staged(newName) != nil {
+		if dst.staged(newName) != nil || over != nil {
 			return syscall.EEXIST
 		}
 		if _, ok := dst.existing(bctx, newName); ok {
@@ -655,6 +658,9 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	}
 	errno := r.move(ctx, bctx, st)
 	if errno == 0 {
+		if over != nil {
+			n.fsys.local.remove(dst.dirKey(), newName)
+		}
 		// Both folders' times move, as a disk's do.
 		n.fsys.store.Attrs.TouchDir(n.dirKey())
 		if dst.dirKey() != n.dirKey() {

@@ -17,10 +17,13 @@
 // file: attributes, open, staging for writing), links.go (symbolic links,
 // kept on the service as NAME.rclonelink files), handle.go (the read handle
 // and the staged handle), kernel.go (what the kernel keeps of files, and
-// when it is told to forget it), unlinked.go (files unlinked while open), local.go
-// (desktop litter kept in memory), names.go (names shown and names refused),
-// statfs.go (quota and use, from the listing cache), errno.go (errors as
-// errnos, and the I/O timeout of operations), mount_linux.go and mount_darwin.go (the platform's mount options).
+// when it is told to forget it), unlinked.go (files unlinked while open),
+// local.go (entries kept in memory: desktop litter, special nodes),
+// special.go (fifos, sockets and device nodes: mknod, and their renames),
+// names.go (names shown and names refused), statfs.go (quota and use, from
+// the listing cache), errno.go (errors as errnos, and the I/O timeout of
+// operations), mount_linux.go and mount_darwin.go (the platform's mount
+// options).
 //
 // Package fs/fstest mounts trees for the tests of fs and fs/ctl.
 package fs

@@ -40,12 +40,18 @@ type envOptions = fstest.Options
 // of the test, whatever happens.
 func newEnv(t *testing.T, o envOptions) *testEnv {
 	t.Helper()
+	return newEnvMounted(t, o, MountOptions{})
+}
+
+// newEnvMounted is newEnv with the mount's options given (--allow-other).
+func newEnvMounted(t *testing.T, o envOptions, mo MountOptions) *testEnv {
+	t.Helper()
 	e := &testEnv{hooks: &hookTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
 	o.Client.Transport = e.hooks
 	e.Env = fstest.Start(t, o, func(env *fstest.Env, dir string) (*fuse.Server, error) {
 		e.fsys = New(Deps{Store: env.Store, Log: env.Log},
 			Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: env.Opts.ReadOnly})
-		return Mount(dir, e.fsys, MountOptions{})
+		return Mount(dir, e.fsys, mo)
 	})
 	return e
 }

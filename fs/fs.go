@@ -91,7 +91,7 @@ type FS struct {
 	// Mutable state
 	inos        *lru.Cache[int64, uint64] // inode numbers kept across the mount's own uploads, by the new version's id; safe for concurrent use
 	pendingInos *lru.Cache[int64, uint64] // inode numbers kept by staged copies (edits, renames), by their number; safe for concurrent use
-	local       localFiles                // desktop litter, kept in memory (local.go)
+	local       localFiles                // desktop litter and special nodes, kept in memory (local.go, special.go)
 	open        openFiles                 // read handles per service file; files unlinked while open (unlinked.go)
 	shadowed    sync.Map                  // ids of link files hidden by an entry of their name, warned of once (links.go); safe for concurrent use
 	root        *rootNode                 // set by Mount, before the kernel asks anything (kernel.go)

@@ -155,7 +155,7 @@ func (n *dirNode) Symlink(ctx context.Context, target, name string, out *fuse.En
 	}
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
-	if n.staged(name) != nil { // the staging first (load)
+	if n.staged(name) != nil || n.fsys.local.special(n.dirKey(), name) != nil { // the staging first (load)
 		return nil, syscall.EEXIST
 	}
 	v, errno := n.load(ctx)

@@ -9,8 +9,8 @@ import (
 )
 
 // Local-only desktop files: one holds at most 8 MiB (EFBIG), all of them 64
-// MiB (ENOSPC); they last for the life of the mount; a folder of such a name
-// is made on the service like any folder.
+// MiB (ENOSPC); chmod and chown of one are kept; they last for the life of
+// the mount; a folder of such a name is made on the service like any folder.
 func TestLocalOnlyFileLimits(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	sh := func(name string) string { return e.Path("shared", name) }
@@ -31,6 +31,16 @@ func TestLocalOnlyFileLimits(t *testing.T) {
 	}
 	if err := write(".DS_Store", 8); err != nil {
 		t.Fatalf("8 MiB into .DS_Store: %v", err)
+	}
+	// chmod and chown are kept with it, in memory.
+	if err := os.Chmod(sh(".DS_Store"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(sh(".DS_Store"), 42, 43); err != nil {
+		t.Fatal(err)
+	}
+	if st := lstat(t, sh(".DS_Store")); st.Mode != syscall.S_IFREG|0o600 || st.Uid != 42 || st.Gid != 43 {
+		t.Errorf(".DS_Store after chmod 0600, chown 42:43: mode %o owner %d:%d", st.Mode, st.Uid, st.Gid)
 	}
 	f, err := os.OpenFile(sh(".DS_Store"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

@@ -75,7 +75,9 @@ func TestPosixEdges(t *testing.T) {
 		t.Errorf("symlink: %v", err)
 	}
 	expectErrno(t, "link", os.Link(sh("f"), sh("hard")), syscall.ENOTSUP)
-	expectErrno(t, "mkfifo", syscall.Mkfifo(sh("fifo"), 0o644), syscall.ENOTSUP)
+	if err := syscall.Mkfifo(sh("fifo"), 0o644); err != nil { // kept in memory (special_linux_test.go)
+		t.Errorf("mkfifo: %v", err)
+	}
 	_, err = syscall.Getxattr(sh("f"), "user.x", make([]byte, 64))
 	expectErrno(t, "getxattr", err, syscall.ENODATA)
 	expectErrno(t, "setxattr", syscall.Setxattr(sh("f"), "user.x", []byte("v"), 0), syscall.ENOTSUP)

@@ -49,16 +49,16 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 		}
 		return fsys.errno(ctx, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
 	}
-	fsys.local.dropDir(key)
+	newKey := cache.DirKey{Area: dst.Area, ID: made.ID}
+	fsys.local.moveDir(key, newKey) // its desktop files and special nodes go with it
 	if !set.IsZero() {
 		// Its mode, owner and times go with it.
-		fsys.store.Attrs.SetDir(cache.DirKey{Area: dst.Area, ID: made.ID}, set)
+		fsys.store.Attrs.SetDir(newKey, set)
 	}
 	// The node the kernel moves now stands for the new folder, with its
 	// inode number (the old id is gone).
 	if ch := r.src.GetChild(r.name); ch != nil {
 		if dn, ok := ch.Operations().(*dirNode); ok {
-			newKey := cache.DirKey{Area: dst.Area, ID: made.ID}
 			dn.setKey(newKey)
 			dn.mu.Lock()
 			dn.view, dn.mtime = nil, made.LastModified
@@ -70,7 +70,8 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 }
 
 // replaceFolder deletes what the new name holds, which a folder may replace
-// when it is an empty folder (POSIX), and nothing else.
+// when it is an empty folder (POSIX), and nothing else: one holding a
+// special node is not empty (its desktop files are dropped with it).
 func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 	fsys, dst := r.src.fsys, r.dst.dirKey()
 	f, ok := r.dst.existing(ctx, r.newName)
@@ -83,7 +84,11 @@ func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 	if !f.IsDir() {
 		return syscall.ENOTDIR
 	}
-	if errno := r.dst.emptyForRename(ctx, cache.DirKey{Area: dst.Area, ID: f.ID}); errno == syscall.EXDEV {
+	key := cache.DirKey{Area: dst.Area, ID: f.ID}
+	if fsys.local.hasSpecial(key) {
+		return syscall.ENOTEMPTY
+	}
+	if errno := r.dst.emptyForRename(ctx, key); errno == syscall.EXDEV {
 		return syscall.ENOTEMPTY
 	} else if errno != 0 {
 		return errno
@@ -91,12 +96,13 @@ func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 	if err := fsys.store.Delete(ctx, dst, f); err != nil {
 		return fsys.errno(ctx, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
+	fsys.local.dropDir(key)
 	return 0
 }
 
 // emptyForRename checks, with a fresh listing, that folder key holds
-// nothing on the service nor pending here (desktop files kept in memory
-// aside): EXDEV when it holds something.
+// nothing on the service nor pending here (the local entries aside: a
+// folder renamed takes them along): EXDEV when it holds something.
 func (n *dirNode) emptyForRename(ctx context.Context, key cache.DirKey) syscall.Errno {
 	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 {
 		return syscall.EXDEV

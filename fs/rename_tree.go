@@ -146,7 +146,7 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 			set.MTime = &f.mtime
 		}
 		fsys.store.Attrs.SetDir(newKeys[f.old.ID], set)
-		fsys.local.dropDir(f.old) // desktop files of the old folders
+		fsys.local.moveDir(f.old, newKeys[f.old.ID]) // desktop files and special nodes go along
 	}
 	r.retargetTree(newKeys, copies)
 	err := fsys.store.RetireFolder(cache.Retiring{Parent: r.src.dirKey(), Folder: r.old.ID,

@@ -174,6 +174,21 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 	}
 }
 
+// Fresh returns a folder's listing when the cache holds it fresh, as List
+// would, without waiting for anything (and without the cost of a context
+// bounded for a wait).
+func (d *Dirs) Fresh(key DirKey) (*Listing, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.dirs[key]
+	if !ok || !d.fresh(l.Fetched) {
+		return nil, false
+	}
+	d.readLocked(key)
+	d.stats.hits.Add(1)
+	return l, true
+}
+
 func (d *Dirs) list(ctx context.Context, key DirKey) (*Listing, error) {
 	d.mu.Lock()
 	d.readLocked(key)

@@ -227,6 +227,12 @@ func (f *FS) setDirAttr(a *fuse.Attr, mtime time.Time) {
 
 // EntryAttr fills a lookup's answer with the attributes of the inode found.
 func EntryAttr(ctx context.Context, ch *gofs.Inode, out *fuse.EntryOut) {
+	if fn, ok := ch.Operations().(*fileNode); ok {
+		var a fuse.AttrOut
+		fn.getattr(&a) // not a getattr the kernel asked for (kernel.go counts those)
+		out.Attr = a.Attr
+		return
+	}
 	if g, ok := ch.Operations().(gofs.NodeGetattrer); ok {
 		var a fuse.AttrOut
 		g.Getattr(ctx, nil, &a)

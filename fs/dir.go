@@ -112,6 +112,15 @@ func (n *dirNode) load(ctx context.Context) (*dirView, syscall.Errno) {
 	return n.setView(l), 0
 }
 
+// freshView is the folder's view when its listing is cached and fresh (no
+// wait: a lookup answered from it needs no I/O timeout); nil otherwise.
+func (n *dirNode) freshView() *dirView {
+	if l, ok := n.fsys.store.Dirs.Fresh(n.dirKey()); ok {
+		return n.setView(l)
+	}
+	return nil
+}
+
 // staged is the pending file of this folder shown as name, if any: the file
 // of that name, else the link (its link file, links.go). A link file's own
 // name shows nothing.
@@ -163,8 +172,6 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if len(name) > maxName {
 		return nil, syscall.ENAMETOOLONG
 	}
-	ctx, cancel := n.fsys.bound(ctx)
-	defer cancel()
 	// A special node shows over anything of its name; a desktop file
 	// where the service lists none of its name.
 	if lf := n.fsys.local.get(n.dirKey(), name); lf != nil && (lf.special() || !n.cachedHas(name)) {
@@ -181,9 +188,15 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		n.fsys.keepEntry(out, time.Now()) // this mount's own file (kernel.go)
 		return ch, 0
 	}
-	v, errno := n.load(ctx)
-	if errno != 0 {
-		return nil, errno
+	v := n.freshView()
+	if v == nil {
+		bctx, cancel := n.fsys.bound(ctx)
+		var errno syscall.Errno
+		v, errno = n.load(bctx)
+		cancel()
+		if errno != 0 {
+			return nil, errno
+		}
 	}
 	i, ok := v.byName[name]
 	if !ok {

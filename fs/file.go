@@ -195,10 +195,15 @@ func (f *FS) stagedAttr(a *fuse.Attr, st *cache.Staged) {
 
 func (n *fileNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.fsys.asked.getattrs.Add(1)
+	n.getattr(out)
+	return 0
+}
+
+// getattr is Getattr uncounted (a lookup's attributes, EntryAttr).
+func (n *fileNode) getattr(out *fuse.AttrOut) {
 	if t := n.fsys.listedTimeout(n.fillAttr(&out.Attr)); t > 0 {
 		out.SetTimeout(t)
 	}
-	return 0
 }
 
 // Open chooses the handle, as rclone's vfs does: opened for writing, a

@@ -202,9 +202,10 @@ func (f *FS) ForgetKernelEntries() {
 }
 
 // KernelRequests count what the kernel asked the daemon for files: lookups
-// (of any name in a storage folder), getattrs, opens and reads of files.
-// What the kernel answers from what it keeps is not counted (.ctl/stats
-// "kernel").
+// of names in storage folders (each entry of a listing read with its
+// attributes, readdirplus, counts as one), getattrs, opens and reads of
+// files. What the kernel answers from what it keeps is not counted
+// (.ctl/stats "kernel").
 type KernelRequests struct {
 	Lookups, Getattrs, Opens, Reads int64
 }

@@ -61,8 +61,8 @@ type Stats struct {
 		BytesDirect   int64 `json:"bytes_past_cache"`
 	} `json:"reads"`
 	// Kernel counts what the kernel asked the daemon for files in storage
-	// folders; what it answered from what it keeps (entries, attributes,
-	// pages) is not counted.
+	// folders (lookups: also each entry of a readdirplus); what it answered
+	// from what it keeps (entries, attributes, pages) is not counted.
 	Kernel struct {
 		Lookups  int64 `json:"lookups"`
 		Getattrs int64 `json:"getattrs"`

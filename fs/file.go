@@ -288,6 +288,9 @@ func (n *fileNode) acquirePending() *cache.Staged {
 // and the current version opened instead, for direct I/O: the kernel still
 // holds the old version's size, which must not cut or pad what is read.
 func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, syscall.Errno) {
+	if f, ok := n.cachedVersion(); ok {
+		return n.openVersion(ctx, f, false) // nothing to ask the service
+	}
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	f, errno := n.current(ctx)
@@ -314,6 +317,23 @@ func (n *fileNode) openReader(ctx context.Context) (gofs.FileHandle, uint32, sys
 		n.fsys.log.WithFields(logrus.Fields{"path": n.Path(nil), "id": f.ID}).
 			Info("fs: the file was replaced on the service since it was listed; reading the current version")
 	}
+	return n.openVersion(ctx, f, replaced)
+}
+
+// cachedVersion is the node's service version when its content is all in
+// the cache: opening it asks the service nothing (git status opens every
+// file it finds racily clean).
+func (n *fileNode) cachedVersion() (api.File, bool) {
+	n.refreshStaged()
+	n.mu.Lock()
+	f := n.file
+	n.mu.Unlock()
+	return f, f.ID > 0 && n.fsys.store.Content.Complete(cache.MetaOf(f))
+}
+
+// openVersion opens version f for reading (replaced: another writer's,
+// found at the open, read with direct I/O).
+func (n *fileNode) openVersion(ctx context.Context, f api.File, replaced bool) (gofs.FileHandle, uint32, syscall.Errno) {
 	n.mu.Lock()
 	m := cache.MetaOf(f)
 	keep := n.kernelCache.Same(m) && !replaced

@@ -106,15 +106,3 @@ func waitSize(t *testing.T, p string, n int64, when string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// waitUploaded waits until nothing of the mount is pending.
-func waitUploaded(t *testing.T, e *testEnv) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.Store.Staging.Stats().Pending > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("uploads still pending")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

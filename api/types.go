@@ -433,7 +433,7 @@ func (u *User) UnmarshalJSON(b []byte) error {
 	if w.Attributes != nil {
 		w.Email, w.Name = w.Attributes.Email, w.Attributes.Name
 	}
-	*u = User{ID: string(w.ID), Email: string(w.Email), Name: string(w.Name)}
+	*u = User{ID: w.ID.intern(), Email: w.Email.intern(), Name: w.Name.intern()} // one user owns many files
 	return nil
 }
 

@@ -34,6 +34,11 @@ func (e *ContentEntry) UnmarshalJSON(b []byte) error {
 }
 
 // File is a file or folder of a storage area (shared, a computer's, recordings).
+// The strings that take a few values over a listing (Type, ContentType,
+// Region, Status, ObjectType, and User's) are decoded shared between the
+// records that hold the same value (flexString.intern), and so is a
+// LastModified's zone (sharedZone): a record of a large listing costs its
+// struct, its name and its path.
 type File struct {
 	ID               int64     `json:"id"`
 	Type             string    `json:"type,omitempty"` // "file"
@@ -77,9 +82,9 @@ func (f *File) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*f = File{
-		ID: int64(r.ID), Type: string(r.Type), Name: string(a.Name), Size: int64(a.Size),
-		ContentType: string(a.ContentType), Region: string(a.Region), Status: string(a.Status),
-		ObjectType: string(a.ObjectType), Path: a.Path.ptr(), ParentID: int64(a.ParentID),
+		ID: int64(r.ID), Type: r.Type.intern(), Name: string(a.Name), Size: int64(a.Size),
+		ContentType: a.ContentType.intern(), Region: a.Region.intern(), Status: a.Status.intern(),
+		ObjectType: a.ObjectType.intern(), Path: a.Path.ptr(), ParentID: int64(a.ParentID),
 		LastModified: time.Time(a.LastModified), FileStorageSize: a.FileStorageSize.ptr(),
 		FileStorageUsage: a.FileStorageUsage.ptr(), User: a.User, MachineID: a.MachineID.ptr(),
 	}

@@ -3,8 +3,10 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func decodeOK(t *testing.T, body string, out any) {
@@ -72,6 +74,49 @@ func TestDecodeFileNullables(t *testing.T) {
 	if r.ID != 6 || !r.IsDir() || r.Path == nil || *r.Path != "/" || *r.FileStorageSize != 26843545600 || *r.FileStorageUsage != 1024 ||
 		*r.MachineID != 668 || r.User == nil || r.User.Email != "a@b.c" || r.User.Name != "Ann" {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// The strings a listing repeats for every file (type, content type,
+// region, status, object type, the user's) are decoded once and shared by
+// the records; a file's name is its own. Times in the same fixed zone share
+// one *time.Location (time.Parse makes one a time, for an offset
+// not the desk's own: +05:45 is Nepal's).
+func TestDecodeFileSharesRepeatedValues(t *testing.T) {
+	file := func(id int, name string) string {
+		return `{"id":"` + strconv.Itoa(id) + `","type":"file","attributes":{"name":"` + name + `","size":1,
+		  "content_type":"application/octet-stream","region":"dublin","status":"upload_completed","object_type":"file",
+		  "path":"/a/` + name + `","parent_id":2,"last_modified_date":"2025-11-20T10:00:00+05:45","machine_id":7,
+		  "user":{"id":"0b5f0d0e-uuid","type":"user","attributes":{"email":"a@b.c","name":"Ann"}}}}`
+	}
+	var p struct {
+		Files []File `json:"files"`
+	}
+	// Two documents, as two pages: nothing of the first's bytes is shared.
+	decodeOK(t, `{"files":[`+file(1, "x.bin")+`]}`, &p)
+	a := p.Files[0]
+	decodeOK(t, `{"files":[`+file(2, "y.bin")+`]}`, &p)
+	b := p.Files[0]
+	same := func(what, x, y string) {
+		t.Helper()
+		if x != y || x == "" || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q are not one shared string", what, x, y)
+		}
+	}
+	same("type", a.Type, b.Type)
+	same("content type", a.ContentType, b.ContentType)
+	same("region", a.Region, b.Region)
+	same("status", a.Status, b.Status)
+	same("object type", a.ObjectType, b.ObjectType)
+	same("user id", a.User.ID, b.User.ID)
+	same("user e-mail", a.User.Email, b.User.Email)
+	same("user name", a.User.Name, b.User.Name)
+	if a.Name != "x.bin" || b.Name != "y.bin" || *a.Path != "/a/x.bin" || *b.Path != "/a/y.bin" || *a.MachineID != 7 {
+		t.Errorf("the records' own values: %+v %+v", a, b)
+	}
+	if _, off := a.LastModified.Zone(); off != 5*3600+45*60 || a.LastModified.Location() != b.LastModified.Location() ||
+		!a.LastModified.Equal(time.Date(2025, 11, 20, 4, 15, 0, 0, time.UTC)) {
+		t.Errorf("modification times %v and %v: want 04:15 UTC in one shared +05:45 zone", a.LastModified, b.LastModified)
 	}
 }
 

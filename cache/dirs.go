@@ -55,7 +55,7 @@ type DirKey struct {
 // Listing is one folder's entries as the service listed them.
 type Listing struct {
 	// Files are the entries' records without what no reader of a listing
-	// reads: Path, User and MachineID are nil (listed).
+	// reads: their Details are nil (listed).
 	Files []api.File
 	// Current is the folder's own record, as the listing's first page gave
 	// it (nil at an area's root, listed by id 0, and for a folder the mount
@@ -311,13 +311,13 @@ func (d *Dirs) fetch(ctx context.Context, key DirKey) ([]api.File, *api.File, er
 	return files, list.Current(), err
 }
 
-// listed is f as a listing keeps it: without its path, user and computer,
-// which no reader of a listing reads and which would cost a listing of
-// 100,000 files some 10 MB more for as long as it is cached (the file
-// nodes made from it keep its records too). The records the API client
-// returns keep them.
+// listed is f as a listing keeps it: without its Details (its content
+// type, path, user, computer...), which no reader of a listing reads and
+// which would cost a listing of 100,000 files some 15 MB more for as long
+// as it is cached (the file nodes made from it keep its records too). The
+// records the API client returns keep them.
 func listed(f api.File) api.File {
-	f.Path, f.User, f.MachineID = nil, nil, nil
+	f.Details = nil
 	return f
 }
 

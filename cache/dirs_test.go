@@ -183,10 +183,11 @@ func TestDirsErrorsAreNotCachedAndHiddenFilesStayHidden(t *testing.T) {
 	}
 }
 
-// A cached listing keeps of each record what its readers read: the path,
-// user and computer are dropped (a listing of 100,000 files would keep
-// them for nothing), while the API client's records still carry them; a
-// record the mount puts in a listing is kept the same way.
+// A cached listing keeps of each record what its readers read: the
+// record's Details (content type, path, user, computer...) are dropped (a
+// listing of 100,000 files would keep them for nothing), while the API
+// client's records still carry them; a record the mount puts in a listing
+// is kept the same way.
 func TestDirsListingsDropWhatNoReaderReads(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
 	client := testkit.Client(t, srv, emulator.OrgA, api.Options{})
@@ -204,8 +205,8 @@ func TestDirsListingsDropWhatNoReaderReads(t *testing.T) {
 		t.Fatalf("%v %v", all, err)
 	}
 	full := all[0]
-	if full.Path == nil || full.User == nil || full.MachineID == nil || *full.MachineID != m {
-		t.Fatalf("the API client's record lacks its path, user or computer: %+v", full)
+	if d := full.Details; d == nil || d.Path == nil || d.User == nil || d.MachineID == nil || *d.MachineID != m || d.ContentType == "" {
+		t.Fatalf("the API client's record lacks its details: %+v %+v", full, d)
 	}
 	key := DirKey{Area: Area{Kind: Machine, MachineID: m}}
 	d := NewDirs(client, time.Hour, nil)
@@ -214,7 +215,7 @@ func TestDirsListingsDropWhatNoReaderReads(t *testing.T) {
 		t.Fatalf("%v %v", l, err)
 	}
 	want := full
-	want.Path, want.User, want.MachineID = nil, nil, nil
+	want.Details = nil
 	if got := l.Files[0]; got != want {
 		t.Errorf("listed %+v, want %+v", got, want)
 	}
@@ -222,7 +223,7 @@ func TestDirsListingsDropWhatNoReaderReads(t *testing.T) {
 	put.ID, put.Name = full.ID+1, "g.txt"
 	d.Put(key, put)
 	l, _ = d.Cached(key)
-	if got := l.Files[len(l.Files)-1]; got.Name != "g.txt" || got.Path != nil || got.User != nil || got.MachineID != nil {
+	if got := l.Files[len(l.Files)-1]; got.Name != "g.txt" || got.Details != nil {
 		t.Errorf("put %+v", got)
 	}
 }

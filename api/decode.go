@@ -81,6 +81,27 @@ func (v *lenientInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// jsonString decodes b, a JSON string, as json.Unmarshal would, without
+// its machinery for the common case (printable ASCII, no escapes: ids,
+// names, times, types): a listing decodes several strings a file.
+func jsonString(b []byte) (string, error) {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		plain := true
+		for _, c := range b[1 : len(b)-1] {
+			if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(b[1 : len(b)-1]), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, err
+}
+
 // flexString is a string that tolerates a number or boolean in its place
 // (kept as its JSON text) and reads null, objects and arrays as "".
 type flexString string
@@ -92,8 +113,8 @@ func (v *flexString) UnmarshalJSON(b []byte) error {
 	}
 	switch b[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		s, err := jsonString(b)
+		if err != nil {
 			return err
 		}
 		*v = flexString(s)
@@ -189,8 +210,8 @@ func parseTime(b []byte) time.Time {
 		}
 		return time.Unix(n, 0).UTC()
 	}
-	var s string
-	if json.Unmarshal(b, &s) != nil {
+	s, err := jsonString(b)
+	if err != nil {
 		return time.Time{}
 	}
 	s = strings.TrimSpace(s)
@@ -255,7 +276,8 @@ func parseInt(b []byte) (int64, error) {
 	}
 	s := string(b)
 	if b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
+		var err error
+		if s, err = jsonString(b); err != nil {
 			return 0, err
 		}
 		s = strings.TrimSpace(s)
@@ -284,7 +306,8 @@ func parseFloat(b []byte) (float64, error) {
 	}
 	s := string(b)
 	if b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
+		var err error
+		if s, err = jsonString(b); err != nil {
 			return 0, err
 		}
 		s = strings.TrimSpace(s)

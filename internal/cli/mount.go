@@ -181,10 +181,10 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 // every entry of the folders listed and every file node the kernel keeps
 // (after a find over 200,000 files, about 160 MB), and Go lets its heap
 // grow to twice what it holds before collecting (GOGC=100): the daemon's
-// peak RSS was 360-380 MiB after that find. At 40 it is 250-270 MiB (at 50,
-// 290-300), and 125-135 MiB after ls -l of 100,000 entries (155-160 at
-// 100); the daemon's CPU for them, and a cold read of 1 GiB, stayed within
-// this 2-core machine's noise.
+// peak RSS was 355-400 MiB after that find, 147-162 MiB after ls -l of
+// 100,000 entries. At 40 they are 263-276 and 125-135 MiB (at 50, 290-300
+// after the find), for about a fifth more of the daemon's CPU while it
+// lists; a cold read of 1 GiB took as long.
 const defaultGCPercent = 40
 
 // setGCPercent sets the daemon's GOGC to --gc-percent's value, unless the

@@ -637,9 +637,9 @@ func methodRows() []methodRow {
 				t.Fatalf("root: %q count %d current %+v, %v", names(files), root.Count(), root.Current(), err)
 			}
 			w := byName(t, files, "Welcome.txt")
-			if w.Type != "file" || w.Size != 2048 || w.ContentType != "text/plain" || w.ObjectType != api.ObjectFile || w.Status != api.FileStatusUploadCompleted ||
-				w.Region != "eu-west-1" || w.Path == nil || *w.Path != "/Welcome.txt" || w.MachineID != nil || w.FileStorageSize != nil ||
-				w.User == nil || w.User.Email != "alex@org-a.example" || w.LastModified.IsZero() || w.IsDir() {
+			if w.Details.Type != "file" || w.Size != 2048 || w.Details.ContentType != "text/plain" || w.ObjectType != api.ObjectFile || w.Details.Status != api.FileStatusUploadCompleted ||
+				w.Details.Region != "eu-west-1" || w.Details.Path == nil || *w.Details.Path != "/Welcome.txt" || w.Details.MachineID != nil || w.FileStorageSize != nil ||
+				w.Details.User == nil || w.Details.User.Email != "alex@org-a.example" || w.LastModified.IsZero() || w.IsDir() {
 				t.Fatalf("%+v", w)
 			}
 			if d := byName(t, files, "small-files"); d.ID != v.fx.SmallFilesDir || !d.IsDir() || d.ObjectType != api.ObjectDirectory || d.Size != 0 {
@@ -655,7 +655,7 @@ func methodRows() []methodRow {
 			}
 			seen := map[int64]bool{}
 			for _, fl := range files {
-				if seen[fl.ID] || fl.ParentID != v.fx.SmallFilesDir || fl.ObjectType != api.ObjectFile || fl.Path == nil || *fl.Path != "/small-files/"+fl.Name {
+				if seen[fl.ID] || fl.ParentID != v.fx.SmallFilesDir || fl.ObjectType != api.ObjectFile || fl.Details.Path == nil || *fl.Details.Path != "/small-files/"+fl.Name {
 					t.Fatalf("%+v", fl)
 				}
 				seen[fl.ID] = true
@@ -685,7 +685,7 @@ func methodRows() []methodRow {
 				t.Fatalf("%q %v", names(files), err)
 			}
 			for _, fl := range files {
-				if fl.MachineID == nil || *fl.MachineID != v.fx.RunningMachine {
+				if fl.Details.MachineID == nil || *fl.Details.MachineID != v.fx.RunningMachine {
 					t.Fatalf("%+v", fl)
 				}
 			}
@@ -707,7 +707,7 @@ func methodRows() []methodRow {
 			}
 			mine, err := v.a.Recordings(ctx, api.ListFilesRequest{MachineID: v.fx.RunningMachine}).Collect()
 			want := fmt.Sprintf("Design Studio #1 - %d", v.fx.RunningMachine)
-			if err != nil || len(mine) != 1 || mine[0].Name != want || mine[0].MachineID == nil || *mine[0].MachineID != v.fx.RunningMachine {
+			if err != nil || len(mine) != 1 || mine[0].Name != want || mine[0].Details.MachineID == nil || *mine[0].Details.MachineID != v.fx.RunningMachine {
 				t.Fatalf("%+v %v", mine, err)
 			}
 			l := v.a.Recordings(ctx, api.ListFilesRequest{ParentID: mine[0].ID})
@@ -728,7 +728,7 @@ func methodRows() []methodRow {
 			if err != nil || root.Count() != 9 {
 				t.Fatalf("%q %v", names(files), err)
 			}
-			if got := byName(t, files, "contract dir"); got.ID != d.ID || got.ObjectType != api.ObjectDirectory || got.ContentType != "directory" {
+			if got := byName(t, files, "contract dir"); got.ID != d.ID || got.ObjectType != api.ObjectDirectory || got.Details.ContentType != "directory" {
 				t.Fatalf("%+v", got)
 			}
 			// A creation whose answer is lost is recovered by name in its
@@ -786,7 +786,7 @@ func methodRows() []methodRow {
 				t.Fatalf("content: %d bytes", len(got))
 			}
 			files, err := v.a.SharedFiles(ctx, api.ListFilesRequest{ParentID: f.dir}).Collect()
-			if err != nil || len(files) != 1 || files[0].ID != f.raw || files[0].Size != int64(len(f.rawData)) || files[0].ContentType != "application/octet-stream" {
+			if err != nil || len(files) != 1 || files[0].ID != f.raw || files[0].Size != int64(len(f.rawData)) || files[0].Details.ContentType != "application/octet-stream" {
 				t.Fatalf("%+v %v", files, err)
 			}
 		}},
@@ -799,7 +799,7 @@ func methodRows() []methodRow {
 			}
 			f.up = res.ID
 			files, err := v.a.SharedFiles(ctx, api.ListFilesRequest{ParentID: f.dir}).Collect()
-			if err != nil || !slices.Equal(names(files), []string{"raw.bin", "up.txt"}) || files[1].ContentType != "text/plain" || files[1].Size != int64(len(f.upData)) {
+			if err != nil || !slices.Equal(names(files), []string{"raw.bin", "up.txt"}) || files[1].Details.ContentType != "text/plain" || files[1].Size != int64(len(f.upData)) {
 				t.Fatalf("%+v %v", files, err)
 			}
 		}},

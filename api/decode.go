@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+	"unique"
 )
 
 // This file holds the decoding of answers: the envelope and the error path
@@ -64,14 +66,9 @@ func (v *flexInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ptr returns the value as a *int64; nil for a nil receiver (JSON null or absent).
-func (v *flexInt) ptr() *int64 {
-	if v == nil {
-		return nil
-	}
-	n := int64(*v)
-	return &n
-}
+// ptr returns the value as a *int64 (the decoded value itself, not a
+// copy); nil for a nil receiver (JSON null or absent).
+func (v *flexInt) ptr() *int64 { return (*int64)(v) }
 
 // lenientInt is a flexInt that reads anything it cannot understand as 0. It
 // is used for fields nobody acts on, where failing a whole listing would be
@@ -82,6 +79,27 @@ func (v *lenientInt) UnmarshalJSON(b []byte) error {
 	n, _ := parseInt(b)
 	*v = lenientInt(n)
 	return nil
+}
+
+// jsonString decodes b, a JSON string, as json.Unmarshal would, without
+// its machinery for the common case (printable ASCII, no escapes: ids,
+// names, times, types): a listing decodes several strings a file.
+func jsonString(b []byte) (string, error) {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		plain := true
+		for _, c := range b[1 : len(b)-1] {
+			if c < 0x20 || c >= 0x80 || c == '\\' || c == '"' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(b[1 : len(b)-1]), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, err
 }
 
 // flexString is a string that tolerates a number or boolean in its place
@@ -95,8 +113,8 @@ func (v *flexString) UnmarshalJSON(b []byte) error {
 	}
 	switch b[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		s, err := jsonString(b)
+		if err != nil {
 			return err
 		}
 		*v = flexString(s)
@@ -108,13 +126,22 @@ func (v *flexString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ptr returns the value as a *string; nil for a nil receiver.
-func (v *flexString) ptr() *string {
-	if v == nil {
-		return nil
+// ptr returns the value as a *string (the decoded value itself, not a
+// copy); nil for a nil receiver.
+func (v *flexString) ptr() *string { return (*string)(v) }
+
+// intern returns the value as a string shared by every value decoded
+// equal: for the fields that take a few distinct values over a whole
+// listing (a file's type, content type, region, status, object type, its
+// user's id, e-mail and name), so that a listing of 100,000 files keeps one
+// copy of each instead of 100,000. A string no record holds any more is
+// forgotten (package unique), so a service that sends many distinct values
+// costs no more than without interning.
+func (v flexString) intern() string {
+	if v == "" {
+		return ""
 	}
-	s := string(*v)
-	return &s
+	return unique.Make(string(v)).Value()
 }
 
 // flexBool is a boolean that tolerates "true"/"false"/"1"/"0" strings and
@@ -144,13 +171,7 @@ func (v *flexBool) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (v *flexBool) ptr() *bool {
-	if v == nil {
-		return nil
-	}
-	b := bool(*v)
-	return &b
-}
+func (v *flexBool) ptr() *bool { return (*bool)(v) }
 
 // flexTime is a time in one of the ISO 8601 spellings services use, or a Unix
 // time in seconds or milliseconds. Null, "" and unreadable values give the
@@ -189,8 +210,8 @@ func parseTime(b []byte) time.Time {
 		}
 		return time.Unix(n, 0).UTC()
 	}
-	var s string
-	if json.Unmarshal(b, &s) != nil {
+	s, err := jsonString(b)
+	if err != nil {
 		return time.Time{}
 	}
 	s = strings.TrimSpace(s)
@@ -199,10 +220,53 @@ func parseTime(b []byte) time.Time {
 	}
 	for _, l := range timeLayouts {
 		if t, err := time.Parse(l, s); err == nil {
-			return t
+			return sharedZone(t)
 		}
 	}
 	return time.Time{}
+}
+
+// zones are the fixed zones of the times decoded, by name and offset.
+// time.Parse makes a new *time.Location (about 170 bytes) for each time
+// whose offset is not the desk's own: a listing's modification times in
+// "+01:00" on a desk in UTC would each carry one. The times decoded in the
+// same zone share the first one's. Bounded by maxZones; past it, a time
+// keeps the zone Parse gave it.
+var zones struct {
+	sync.Mutex
+	m map[zoneKey]*time.Location
+}
+
+type zoneKey struct {
+	name   string
+	offset int
+}
+
+const maxZones = 256
+
+// sharedZone returns t in the shared location of its fixed zone (t itself
+// in UTC or the desk's zone).
+func sharedZone(t time.Time) time.Time {
+	loc := t.Location()
+	name, offset := t.Zone()
+	if loc == time.UTC || loc == time.Local || loc.String() != name {
+		return t
+	}
+	k := zoneKey{name, offset}
+	zones.Lock()
+	shared, ok := zones.m[k]
+	if !ok && len(zones.m) < maxZones {
+		if zones.m == nil {
+			zones.m = map[zoneKey]*time.Location{}
+		}
+		shared = loc
+		zones.m[k] = loc
+	}
+	zones.Unlock()
+	if shared == nil || shared == loc {
+		return t
+	}
+	return t.In(shared)
 }
 
 func parseInt(b []byte) (int64, error) {
@@ -212,7 +276,8 @@ func parseInt(b []byte) (int64, error) {
 	}
 	s := string(b)
 	if b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
+		var err error
+		if s, err = jsonString(b); err != nil {
 			return 0, err
 		}
 		s = strings.TrimSpace(s)
@@ -241,7 +306,8 @@ func parseFloat(b []byte) (float64, error) {
 	}
 	s := string(b)
 	if b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
+		var err error
+		if s, err = jsonString(b); err != nil {
 			return 0, err
 		}
 		s = strings.TrimSpace(s)

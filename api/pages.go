@@ -91,6 +91,11 @@ func (l *FileList) Collect() ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A folder of one page (most folders) keeps no spare room: appends
+	// would leave a listing of 100 entries room for 128.
+	if len(first.Files) > 0 {
+		out = make([]File, 0, len(first.Files))
+	}
 	fresh := take(1, first)
 	size, count := int64(len(first.Files)), int64(first.Count)
 	if !follows(1, first, size, fresh) || count <= size {
@@ -102,7 +107,7 @@ func (l *FileList) Collect() ([]File, error) {
 	}
 	fresh = take(2, second)
 	pages := (count + size - 1) / size
-	if pages <= 2 || !follows(2, second, size, fresh) {
+	if pages <= 2 || pages > maxPages || !follows(2, second, size, fresh) {
 		return rest(2, second, fresh)
 	}
 	got := make([]filesPage, pages+1) // by page number, from 3
@@ -118,10 +123,21 @@ func (l *FileList) Collect() ([]File, error) {
 	if err := g.Wait(); err != nil {
 		return out, err
 	}
+	// The records are copied into out once, sized for them all (appends
+	// would leave copies behind as it grows), and each page goes as soon
+	// as it was copied: a listing of 100,000 entries holds two copies of
+	// its records at most, and for a moment.
+	total := len(out)
+	for _, p := range got {
+		total += len(p.Files)
+	}
+	out = append(make([]File, 0, total), out...)
 	for n := int64(3); n <= pages; n++ {
-		fresh = take(n, got[n])
-		if n == pages || !follows(n, got[n], size, fresh) {
-			return rest(n, got[n], fresh)
+		p := got[n]
+		got[n] = filesPage{}
+		fresh = take(n, p)
+		if n == pages || !follows(n, p, size, fresh) {
+			return rest(n, p, fresh)
 		}
 	}
 	return out, nil // not reached

@@ -86,8 +86,8 @@ func wantIDs(t *testing.T, files []File, n int, extra ...bool) {
 }
 
 // A folder of many pages is listed several pages at once, each page asked
-// once, every entry once; the page size is the service's (it answers 100
-// when 1000 are asked).
+// once, every entry once, kept without spare room; the page size is the
+// service's (it answers 100 when 1000 are asked).
 func TestCollectFetchesPagesAtOnce(t *testing.T) {
 	s := newFolderServer(2550, 100)
 	c, _ := newTestClient(t, s, func(o *Options) { o.PerPage = 1000 })
@@ -96,6 +96,9 @@ func TestCollectFetchesPagesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantIDs(t, files, 2550)
+	if cap(files) != len(files) {
+		t.Errorf("%d entries kept in room for %d", len(files), cap(files))
+	}
 	if n := s.requests.Load(); n != 26 {
 		t.Errorf("%d requests for 26 pages", n)
 	}
@@ -130,7 +133,9 @@ func TestCollectFolderChangingBetweenPages(t *testing.T) {
 	wantIDs(t, files, 1001)
 }
 
-// A short folder takes one request; two pages take two.
+// A short folder takes one request, and its entries are kept without
+// spare room (a listing of 100 entries in room for 128 would cost a tree's
+// listings a quarter more); two pages take two.
 func TestCollectSmallFolders(t *testing.T) {
 	for _, c := range []struct{ n, requests int }{{0, 1}, {50, 1}, {100, 1}, {150, 2}} {
 		s := newFolderServer(c.n, 100)
@@ -140,8 +145,31 @@ func TestCollectSmallFolders(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantIDs(t, files, c.n)
+		if c.requests == 1 && cap(files) != len(files) {
+			t.Errorf("%d entries kept in room for %d", c.n, cap(files))
+		}
 		if got := int(s.requests.Load()); got != c.requests {
 			t.Errorf("%d entries: %d requests, want %d", c.n, got, c.requests)
 		}
 	}
+}
+
+// A count past any listing the walk would follow (maxPages pages) plans
+// no pages at once: the pages are walked one at a time, as next_page says.
+func TestCollectCountPastTheLimit(t *testing.T) {
+	c, _ := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		files, next := []any{}, any(page+1)
+		if page <= 2 {
+			files = []any{fileObj(2*page-1, "a"+strconv.Itoa(page)), fileObj(2*page, "b"+strconv.Itoa(page))}
+		} else {
+			next = nil
+		}
+		writeJSON(w, 200, okBody(map[string]any{"files": files, "count": int64(1) << 50, "page": page, "next_page": next}))
+	}))
+	files, err := c.SharedFiles(context.Background(), ListFilesRequest{}).Collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, files, 4)
 }

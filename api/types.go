@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 	"time"
 )
 
@@ -413,8 +414,43 @@ type User struct {
 	Name  string `json:"name"`
 }
 
+// users are the users decoded, by their JSON text: a listing repeats the
+// same few users' objects file after file, and each is decoded once.
+// Bounded by maxUsers; past it, a user is decoded each time.
+var users struct {
+	sync.Mutex
+	m map[string]User
+}
+
+const maxUsers = 1024
+
 // UnmarshalJSON decodes the service's user object (or the flattened form).
 func (u *User) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	users.Lock()
+	known, ok := users.m[string(b)]
+	users.Unlock()
+	if ok {
+		*u = known
+		return nil
+	}
+	if err := u.decode(b); err != nil {
+		return err
+	}
+	users.Lock()
+	if users.m == nil {
+		users.m = map[string]User{}
+	}
+	if len(users.m) < maxUsers {
+		users.m[string(b)] = *u
+	}
+	users.Unlock()
+	return nil
+}
+
+func (u *User) decode(b []byte) error {
 	var w struct {
 		ID         flexString `json:"id"`
 		Email      flexString `json:"email"`
@@ -424,16 +460,13 @@ func (u *User) UnmarshalJSON(b []byte) error {
 			Name  flexString `json:"name"`
 		} `json:"attributes"`
 	}
-	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
-		return nil
-	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	if w.Attributes != nil {
 		w.Email, w.Name = w.Attributes.Email, w.Attributes.Name
 	}
-	*u = User{ID: string(w.ID), Email: string(w.Email), Name: string(w.Name)}
+	*u = User{ID: w.ID.intern(), Email: w.Email.intern(), Name: w.Name.intern()} // one user owns many files
 	return nil
 }
 

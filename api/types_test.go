@@ -3,8 +3,10 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func decodeOK(t *testing.T, body string, out any) {
@@ -65,13 +67,87 @@ func TestDecodeFileNullables(t *testing.T) {
 	}
 	decodeOK(t, body, &p)
 	f, r := p.Files[0], p.Files[1]
-	if f.ID != 5 || f.Size != 1048576 || f.Path != nil || f.ParentID != 2 || f.MachineID != nil || f.User != nil ||
+	fd, rd := p.Files[0].Details, p.Files[1].Details
+	if f.ID != 5 || f.Size != 1048576 || fd.Path != nil || f.ParentID != 2 || fd.MachineID != nil || fd.User != nil ||
 		f.FileStorageSize != nil || f.IsDir() || f.LastModified.IsZero() || p.Current != nil {
-		t.Fatalf("%+v", f)
+		t.Fatalf("%+v %+v", f, fd)
 	}
-	if r.ID != 6 || !r.IsDir() || r.Path == nil || *r.Path != "/" || *r.FileStorageSize != 26843545600 || *r.FileStorageUsage != 1024 ||
-		*r.MachineID != 668 || r.User == nil || r.User.Email != "a@b.c" || r.User.Name != "Ann" {
-		t.Fatalf("%+v", r)
+	if r.ID != 6 || !r.IsDir() || rd.Path == nil || *rd.Path != "/" || *r.FileStorageSize != 26843545600 || *r.FileStorageUsage != 1024 ||
+		*rd.MachineID != 668 || rd.User == nil || rd.User.Email != "a@b.c" || rd.User.Name != "Ann" {
+		t.Fatalf("%+v %+v", r, rd)
+	}
+}
+
+// The strings a listing repeats for every file (type, content type,
+// region, status, object type, the user's) are decoded once and shared by
+// the records; a file's name is its own. Times in the same fixed zone share
+// one *time.Location (time.Parse makes one a time, for an offset
+// not the desk's own: +05:45 is Nepal's).
+func TestDecodeFileSharesRepeatedValues(t *testing.T) {
+	file := func(id int, name string) string {
+		return `{"id":"` + strconv.Itoa(id) + `","type":"file","attributes":{"name":"` + name + `","size":1,
+		  "content_type":"application/octet-stream","region":"dublin","status":"upload_completed","object_type":"file",
+		  "path":"/a/` + name + `","parent_id":2,"last_modified_date":"2025-11-20T10:00:00+05:45","machine_id":7,
+		  "user":{"id":"0b5f0d0e-uuid","type":"user","attributes":{"email":"a@b.c","name":"Ann"}}}}`
+	}
+	var p struct {
+		Files []File `json:"files"`
+	}
+	// Two documents, as two pages: nothing of the first's bytes is shared.
+	decodeOK(t, `{"files":[`+file(1, "x.bin")+`]}`, &p)
+	af := p.Files[0]
+	decodeOK(t, `{"files":[`+file(2, "y.bin")+`]}`, &p)
+	bf := p.Files[0]
+	a, b := af.Details, bf.Details
+	same := func(what, x, y string) {
+		t.Helper()
+		if x != y || x == "" || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q are not one shared string", what, x, y)
+		}
+	}
+	same("type", a.Type, b.Type)
+	same("content type", a.ContentType, b.ContentType)
+	same("region", a.Region, b.Region)
+	same("status", a.Status, b.Status)
+	same("object type", af.ObjectType, bf.ObjectType)
+	same("user id", a.User.ID, b.User.ID)
+	same("user e-mail", a.User.Email, b.User.Email)
+	same("user name", a.User.Name, b.User.Name)
+	if af.Name != "x.bin" || bf.Name != "y.bin" || *a.Path != "/a/x.bin" || *b.Path != "/a/y.bin" || *a.MachineID != 7 {
+		t.Errorf("the records' own values: %+v %+v %+v %+v", af, a, bf, b)
+	}
+	if _, off := af.LastModified.Zone(); off != 5*3600+45*60 || af.LastModified.Location() != bf.LastModified.Location() ||
+		!af.LastModified.Equal(time.Date(2025, 11, 20, 4, 15, 0, 0, time.UTC)) {
+		t.Errorf("modification times %v and %v: want 04:15 UTC in one shared +05:45 zone", af.LastModified, bf.LastModified)
+	}
+}
+
+// A mount keeps a File for every entry listed and every file node: the
+// record stays at 104 bytes, what a mount reads of it, with the rest of the
+// service's record behind one pointer. Marshalled, it is the flattened
+// form, Details side by side with the rest, which decodes back whole.
+func TestFileRecordIsSmallAndRoundTrips(t *testing.T) {
+	if n := unsafe.Sizeof(File{}); n > 104 {
+		t.Errorf("a File takes %d bytes, want at most 104", n)
+	}
+	path, machine := "/a/x.bin", int64(7)
+	f := File{ID: 5, Name: "x.bin", Size: 3, ObjectType: ObjectFile, ParentID: 2,
+		LastModified: time.Date(2025, 11, 20, 10, 0, 0, 0, time.UTC),
+		Details: &FileDetails{Type: "file", ContentType: "text/plain", Region: "dublin", Status: FileStatusUploadCompleted,
+			Path: &path, User: &User{ID: "u", Email: "a@b.c", Name: "Ann"}, MachineID: &machine}}
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back File
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	d, bd := f.Details, back.Details
+	f.Details, back.Details = nil, nil
+	if f != back || bd == nil || bd.Type != d.Type || bd.ContentType != d.ContentType || bd.Region != d.Region ||
+		bd.Status != d.Status || *bd.Path != path || *bd.User != *d.User || *bd.MachineID != machine {
+		t.Errorf("%s decoded as %+v %+v", b, back, bd)
 	}
 }
 

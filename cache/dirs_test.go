@@ -3,11 +3,13 @@ package cache
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
@@ -178,5 +180,50 @@ func TestDirsErrorsAreNotCachedAndHiddenFilesStayHidden(t *testing.T) {
 	}
 	if n := fake.count("Seats"); n != 1 {
 		t.Fatalf("%d computer lists within the TTL, want 1", n)
+	}
+}
+
+// A cached listing keeps of each record what its readers read: the
+// record's Details (content type, path, user, computer...) are dropped (a
+// listing of 100,000 files would keep them for nothing), while the API
+// client's records still carry them; a record the mount puts in a listing
+// is kept the same way.
+func TestDirsListingsDropWhatNoReaderReads(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	client := testkit.Client(t, srv, emulator.OrgA, api.Options{})
+	m := srv.Emulator.Fixtures(emulator.OrgA).StoppedMachine
+	root, err := srv.Emulator.RootID(emulator.OrgA, m)
+	if err != nil || m == 0 {
+		t.Fatalf("computer %d: %v", m, err)
+	}
+	if _, err := srv.Emulator.CreateFile(emulator.OrgA, m, root, "f.txt", strings.NewReader("data")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	all, err := client.MachineFiles(ctx, m, api.ListFilesRequest{}).Collect()
+	if err != nil || len(all) != 1 {
+		t.Fatalf("%v %v", all, err)
+	}
+	full := all[0]
+	if d := full.Details; d == nil || d.Path == nil || d.User == nil || d.MachineID == nil || *d.MachineID != m || d.ContentType == "" {
+		t.Fatalf("the API client's record lacks its details: %+v %+v", full, d)
+	}
+	key := DirKey{Area: Area{Kind: Machine, MachineID: m}}
+	d := NewDirs(client, time.Hour, nil)
+	l, err := d.List(ctx, key)
+	if err != nil || len(l.Files) != 1 {
+		t.Fatalf("%v %v", l, err)
+	}
+	want := full
+	want.Details = nil
+	if got := l.Files[0]; got != want {
+		t.Errorf("listed %+v, want %+v", got, want)
+	}
+	put := full
+	put.ID, put.Name = full.ID+1, "g.txt"
+	d.Put(key, put)
+	l, _ = d.Cached(key)
+	if got := l.Files[len(l.Files)-1]; got.Name != "g.txt" || got.Details != nil {
+		t.Errorf("put %+v", got)
 	}
 }

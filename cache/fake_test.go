@@ -75,12 +75,12 @@ func (c *fakeClient) put(area Area, parent int64, name string, data []byte) api.
 func (c *fakeClient) putLocked(area Area, parent int64, name string, data []byte) api.File {
 	c.nextID++
 	f := api.File{
-		ID: c.nextID, Type: "file", Name: name, Size: int64(len(data)), ContentType: contentType(name),
-		Status: api.FileStatusUploadCompleted, ObjectType: api.ObjectFile, ParentID: parent,
+		ID: c.nextID, Name: name, Size: int64(len(data)), ObjectType: api.ObjectFile, ParentID: parent,
 		LastModified: time.Now().UTC().Truncate(time.Second),
+		Details:      &api.FileDetails{Type: "file", ContentType: contentType(name), Status: api.FileStatusUploadCompleted},
 	}
 	if area.Kind == Machine {
-		f.MachineID = api.Int64(area.MachineID)
+		f.Details.MachineID = api.Int64(area.MachineID)
 	}
 	c.files[f.ID] = &fakeFile{area: area, file: f, data: data}
 	return f
@@ -91,7 +91,7 @@ func (c *fakeClient) mkdir(area Area, parent int64, name string) api.File {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := c.putLocked(area, parent, name, nil)
-	f.ObjectType, f.ContentType = api.ObjectDirectory, "directory"
+	f.ObjectType, f.Details.ContentType = api.ObjectDirectory, "directory"
 	c.files[f.ID].file = f
 	return f
 }
@@ -323,7 +323,7 @@ func (c *fakeClient) Upload(ctx context.Context, req api.UploadRequest) (*api.Up
 		delete(c.files, f.ID)
 	}
 	f := c.putLocked(area, req.ParentID, req.Name, data)
-	c.files[f.ID].file.ContentType = req.ContentType
+	c.files[f.ID].file.Details.ContentType = req.ContentType
 	if req.Progress != nil {
 		req.Progress(req.Size, req.Size)
 	}

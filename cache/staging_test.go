@@ -305,11 +305,11 @@ func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 
 	testkit.WaitFor(t, 10*time.Second, "the uploads", func() bool { return s.Stats().Uploaded == int64(3+min(1, len(machine.Name))) })
 	f := e.want(text, data)
-	if !strings.HasPrefix(f.ContentType, "text/plain") {
-		t.Errorf("content type %q", f.ContentType)
+	if !strings.HasPrefix(f.Details.ContentType, "text/plain") {
+		t.Errorf("content type %q", f.Details.ContentType)
 	}
-	if g := e.want(odd, testkit.RandBytes(10, 2)); g.ContentType != "application/octet-stream" {
-		t.Errorf("content type %q", g.ContentType)
+	if g := e.want(odd, testkit.RandBytes(10, 2)); g.Details.ContentType != "application/octet-stream" {
+		t.Errorf("content type %q", g.Details.ContentType)
 	}
 	e.want(empty, nil)
 	if machine.Name != "" {

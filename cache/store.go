@@ -195,8 +195,8 @@ func (s *Store) Mkdir(ctx context.Context, parent DirKey, name string) (api.File
 	if err != nil {
 		return api.File{}, err
 	}
-	f := api.File{ID: d.ID, Name: name, ObjectType: api.ObjectDirectory, ContentType: "directory",
-		ParentID: parent.ID, LastModified: time.Now()}
+	f := api.File{ID: d.ID, Name: name, ObjectType: api.ObjectDirectory, ParentID: parent.ID, LastModified: time.Now(),
+		Details: &api.FileDetails{Type: "file", ContentType: "directory"}}
 	s.Dirs.Put(parent, f)
 	s.Dirs.Seed(DirKey{Area: parent.Area, ID: d.ID}, nil)
 	return f, nil

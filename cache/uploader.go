@@ -428,12 +428,11 @@ func (s *Staging) dropAbandoned(up *upload, err error) {
 // fileOf is the service's new file after an upload to t, as far as known.
 func fileOf(t Target, res *api.UploadResult, size int64) api.File {
 	f := api.File{
-		ID: res.ID, Type: "file", Name: t.Name, Size: size, ContentType: contentType(t.Name),
-		Status: api.FileStatusUploadCompleted, ObjectType: api.ObjectFile, ParentID: t.ParentID,
-		LastModified: time.Now(),
+		ID: res.ID, Name: t.Name, Size: size, ObjectType: api.ObjectFile, ParentID: t.ParentID, LastModified: time.Now(),
+		Details: &api.FileDetails{Type: "file", ContentType: contentType(t.Name), Status: api.FileStatusUploadCompleted},
 	}
 	if t.Area.Kind == Machine {
-		f.MachineID = api.Int64(t.Area.MachineID)
+		f.Details.MachineID = api.Int64(t.Area.MachineID)
 	}
 	return f
 }

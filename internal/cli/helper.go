@@ -33,7 +33,8 @@ const helperUsage = `usage: mount.fuse.orgfs SOURCE MOUNTPOINT [-o OPTIONS] [-f]
   (called by 'mount -t fuse.orgfs' and by /etc/fstab lines such as
    orgfs /mnt/org fuse.orgfs credentials=/etc/orgfs/org.json,_netdev 0 0)
   OPTIONS: credentials=FILE cache_dir=DIR cache_max_size=SIZE dir_cache_time=D
-  dir_read_ahead=N write_back=D drain_timeout=D io_timeout=D transfers=N ro rw
+  dir_read_ahead=N write_back=D drain_timeout=D io_timeout=D transfers=N
+  gc_percent=N ro rw
   allow_other uid=N gid=N umask=NNN log_file=FILE log_level=LEVEL nolinks
   (--links=false); _netdev,
   x-systemd.*, noauto, nofail, user, defaults and the generic mount flags are
@@ -53,7 +54,8 @@ var helperFlags = map[string]struct {
 	"uid": {"--uid", true}, "gid": {"--gid", true}, "umask": {"--umask", true},
 	"log_file": {"--log-file", true}, "log_level": {"--log-level", true}, "desk_name": {"--desk-name", true},
 	"rename_fetch_max": {"--rename-fetch-max", true}, "dir_read_ahead": {"--dir-read-ahead", true},
-	"ro": {"--read-only", false}, "allow_other": {"--allow-other", false}, "demo": {"--demo", false},
+	"gc_percent": {"--gc-percent", true},
+	"ro":         {"--read-only", false}, "allow_other": {"--allow-other", false}, "demo": {"--demo", false},
 	"nolinks": {"--links=false", false},
 }
 

@@ -425,7 +425,7 @@ func remoteTree(ctx context.Context, c *api.Client, dir string) (dirs map[string
 					case f.IsDir():
 						dirs[rel] = true
 						next = append(next, folder{rel, f.ID})
-					case f.Status == "" || f.Status == api.FileStatusUploadCompleted:
+					case f.Details == nil || f.Details.Status == "" || f.Details.Status == api.FileStatusUploadCompleted:
 						files[rel] = f
 					}
 					mu.Unlock()

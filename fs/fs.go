@@ -55,7 +55,7 @@ type Options struct {
 	UID, GID    uint32        // owner of every file; default: the daemon's
 	Umask       uint32        // taken from 0777 (dirs) and 0666 (files); default 022
 	ReadOnly    bool          // refuse every change (recordings/ always does)
-	AttrTimeout time.Duration // how long the kernel keeps entries and attributes; default 1s
+	AttrTimeout time.Duration // how long the kernel keeps folders, negative lookups, and files at least (kernel.go); default 1s
 	// RenameFetchMax is the most content not in the cache that a folder
 	// rename downloads before it returns; past it, EXDEV (rename_tree.go).
 	// Default DefaultRenameFetchMax.

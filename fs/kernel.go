@@ -2,7 +2,7 @@ package fs
 
 // What the kernel keeps. A file's entry and attributes, when they come from
 // a listing, are kept by the kernel as long as that listing is fresh
-// (--dir-cache-time from its fetch; at least --attr-timeout): until then the
+// (--dir-cache-time from its fetch; at least Options.AttrTimeout): until then the
 // daemon would answer from the same listing anyway, so a lookup or getattr
 // is a round trip for nothing (git status, make, rsync and find stat every
 // file). When a listing fetched anew shows a file changed or gone
@@ -10,8 +10,9 @@ package fs
 // SIGHUP, .ctl/refresh), the kernel is told to forget what it kept, so no
 // change is seen later than with the short timeouts.
 //
-// Folders and pending files keep --attr-timeout: a folder's entry, which a
-// shell may be in, is invalidated only when the folder is gone or replaced.
+// Folders and negative lookups keep Options.AttrTimeout (1 s): a folder's
+// entry, which a shell may be in, is invalidated only when the folder is
+// gone or replaced.
 
 import (
 	"context"
@@ -27,7 +28,7 @@ import (
 
 // listedTimeout is how long the kernel may keep the entry and attributes of
 // a file listed at listedAt: while the listing is fresh. 0 (the mount's
-// --attr-timeout) when that is no longer than --attr-timeout.
+// AttrTimeout) when that is no longer than AttrTimeout.
 func (f *FS) listedTimeout(listedAt time.Time) time.Duration {
 	if listedAt.IsZero() {
 		return 0
@@ -175,7 +176,7 @@ var _ = (gofs.NodeOnForgetter)((*dirNode)(nil))
 
 // ForgetKernelEntries has the kernel forget every file entry it keeps (every
 // listing was dropped: SIGHUP, .ctl/refresh), so that the next access of
-// each looks it up in a new listing. Folders' entries stay (--attr-timeout).
+// each looks it up in a new listing. Folders' entries stay (1 s).
 // It returns at once; the kernel is told in the background.
 func (f *FS) ForgetKernelEntries() {
 	root := f.root

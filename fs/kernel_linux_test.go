@@ -23,7 +23,7 @@ func statSize(t *testing.T, p string) int64 {
 }
 
 // The kernel keeps a file's entry and attributes while the listing they
-// came from is fresh: stats past --attr-timeout (1 s) reach the daemon no
+// came from is fresh: stats past Options.AttrTimeout (1 s) reach the daemon no
 // more, for a file listed and for one made here, before and after its upload.
 func TestKernelKeepsEntriesWhileTheListingIsFresh(t *testing.T) {
 	e := newEnv(t, envOptions{}) // a listing is fresh for a minute
@@ -36,7 +36,7 @@ func TestKernelKeepsEntriesWhileTheListingIsFresh(t *testing.T) {
 	if statSize(t, made) != 9 {                              // attributes asked again after the write
 		t.Fatal("the file made here is not shown")
 	}
-	time.Sleep(1200 * time.Millisecond) // past --attr-timeout
+	time.Sleep(1200 * time.Millisecond) // past Options.AttrTimeout (1 s)
 	before := e.fsys.KernelRequests()
 	for range 3 {
 		if statSize(t, listed) != 6 || statSize(t, made) != 9 {

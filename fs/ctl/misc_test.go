@@ -356,3 +356,41 @@ func TestCtlConflicts(t *testing.T) {
 		t.Fatalf("stats: %d conflicts", st.Uploads.Conflicts)
 	}
 }
+
+// .ctl/stats counts what the kernel asked the daemon for files: a lookup,
+// an open and a read of a file; a read leaves the access time stale (the
+// kernel asks for the attributes at the next stat), and stats after that
+// ask nothing more while the kernel keeps them.
+func TestCtlStatsCountsWhatTheKernelAsks(t *testing.T) {
+	e := ctlEnv(t, envOptions{})
+	root, err := e.Emu.RootID(e.Org, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Emu.CreateFile(e.Org, 0, root, "k.txt", strings.NewReader("kernel")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(e.Path("shared", "k.txt")); err != nil || string(b) != "kernel" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	var st Stats
+	e.readJSON(&st, "stats")
+	k := st.Kernel
+	if k.Lookups < 1 || k.Opens != 1 || k.Reads < 1 {
+		t.Fatalf("stats kernel after a read: %+v", k)
+	}
+	if _, err := os.Stat(e.Path("shared", "k.txt")); err != nil {
+		t.Fatal(err)
+	}
+	e.readJSON(&st, "stats")
+	k = st.Kernel
+	for range 3 {
+		if _, err := os.Stat(e.Path("shared", "k.txt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.readJSON(&st, "stats")
+	if st.Kernel.Lookups != k.Lookups || st.Kernel.Getattrs != k.Getattrs {
+		t.Errorf("a stat of a kept file asked the daemon: %+v, then %+v", k, st.Kernel)
+	}
+}

@@ -127,8 +127,8 @@ func (b *Bundler) Stats() BundleStats {
 // is being opened for reading. It may start a bundle of the folder's small
 // files that are not cached yet.
 func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
-	if f.Size > b.opts.SmallFile || f.IsDir() || b.opts.Content.Complete(MetaOf(f)) {
-		return // a cached file needs no bundle, and does not count toward one
+	if f.Size > b.opts.SmallFile || f.IsDir() {
+		return
 	}
 	now := time.Now()
 	st := b.noteOpened(dir, f, now)

@@ -182,22 +182,28 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 func (d *Dirs) Fresh(key DirKey) (*Listing, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	l, ok := d.dirs[key]
-	if !ok || !d.fresh(l.Fetched) {
-		return nil, false
-	}
+	l, _, fresh := d.cachedLocked(key)
+	return l, fresh
+}
+
+// cachedLocked is a folder's cached listing, if there is one (ok), and
+// whether it is fresh (a hit, counted). Asking for it marks a listing the
+// read-ahead fetched as read.
+func (d *Dirs) cachedLocked(key DirKey) (l *Listing, ok, fresh bool) {
 	d.readLocked(key)
-	d.stats.hits.Add(1)
-	return l, true
+	l, ok = d.dirs[key]
+	fresh = ok && d.fresh(l.Fetched)
+	if fresh {
+		d.stats.hits.Add(1)
+	}
+	return l, ok, fresh
 }
 
 func (d *Dirs) list(ctx context.Context, key DirKey) (*Listing, error) {
 	d.mu.Lock()
-	d.readLocked(key)
-	l, ok := d.dirs[key]
-	if ok && d.fresh(l.Fetched) {
+	l, ok, fresh := d.cachedLocked(key)
+	if fresh {
 		d.mu.Unlock()
-		d.stats.hits.Add(1)
 		return l, nil
 	}
 	var stale any // untyped nil when none
@@ -407,6 +413,14 @@ func (d *Dirs) Drop(key DirKey) {
 	if w := d.watch.Load(); w != nil && w.Dropped != nil {
 		w.Dropped(key)
 	}
+}
+
+// Forget forgets the listing of a folder that is gone (deleted by this
+// mount): unlike Drop, nobody is told, since there is nothing to list anew.
+func (d *Dirs) Forget(key DirKey) {
+	d.mu.Lock()
+	delete(d.dirs, key)
+	d.mu.Unlock()
 }
 
 // DirsWatcher is told, after the fact and outside the cache's lock, what

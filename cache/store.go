@@ -211,7 +211,7 @@ func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
 	}
 	s.Dirs.Remove(parent, f.ID)
 	if f.IsDir() {
-		s.Dirs.Drop(DirKey{Area: parent.Area, ID: f.ID})
+		s.Dirs.Forget(DirKey{Area: parent.Area, ID: f.ID})
 		s.Attrs.ForgetDir(DirKey{Area: parent.Area, ID: f.ID})
 	} else {
 		s.Fetcher.Forget(f.ID)

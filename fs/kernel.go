@@ -94,8 +94,6 @@ func sameRecord(a, b api.File) bool {
 // holding another file or folder is invalidated; a file that kept its inode
 // (this mount's own upload) takes the new record, its attributes invalidated
 // when they changed. A pending file shows its staging copy: left alone.
-// Most entries of a listing fetched anew are as the kernel holds them:
-// compared first, they cost no staging lookup.
 func (n *dirNode) tellKernel(name string, f api.File, listedAt time.Time) {
 	ch := n.GetChild(name)
 	if ch == nil {
@@ -103,18 +101,20 @@ func (n *dirNode) tellKernel(name string, f api.File, listedAt time.Time) {
 	}
 	switch op := ch.Operations().(type) {
 	case *fileNode:
-		op.mu.Lock()
-		same := f.ID != 0 && sameRecord(op.file, f)
-		op.mu.Unlock()
-		if same || op.refreshStaged() != nil {
-			return // nothing changed (most entries), or it shows its staging copy
+		if op.refreshStaged() != nil {
+			return
 		}
 		if f.ID == 0 || f.IsDir() || n.fsys.inoOf(f.ID) != ch.StableAttr().Ino {
 			n.NotifyEntry(name)
 			return
 		}
-		op.update(n.dirKey(), f, listedAt)
-		ch.NotifyContent(-1, 0) // its attributes (update drops the pages of changed content)
+		op.mu.Lock()
+		same := sameRecord(op.file, f)
+		op.mu.Unlock()
+		if !same {
+			op.update(n.dirKey(), f, listedAt)
+			ch.NotifyContent(-1, 0) // its attributes (update drops the pages of changed content)
+		}
 	case *dirNode:
 		if f.ID == 0 || !f.IsDir() || n.fsys.inoOf(f.ID) != ch.StableAttr().Ino {
 			n.NotifyEntry(name)

@@ -49,8 +49,8 @@ func TestKernelKeepsEntriesWhileTheListingIsFresh(t *testing.T) {
 }
 
 // What the kernel keeps never hides a change the daemon learns: a listing
-// dropped (a read found the file changed, a conflict), a record put in the
-// listing, and a listing fetched anew that shows a file made here replaced
+// dropped (a read found the file changed, a conflict), every listing
+// dropped (SIGHUP, .ctl/refresh), and a listing fetched anew that shows a file made here replaced
 // by another writer, each show at once, not when the kept entry would run
 // out.
 func TestKernelForgetsWhatAListingChanged(t *testing.T) {
@@ -65,6 +65,12 @@ func TestKernelForgetsWhatAListingChanged(t *testing.T) {
 	e.apiReplace("a.txt", "a-second")
 	e.Store.Dirs.Drop(shared)
 	waitSize(t, a, 8, "after the listing was dropped")
+
+	// Every listing dropped (SIGHUP, .ctl/refresh): every file entry kept
+	// is forgotten.
+	e.apiReplace("a.txt", "a-the-third")
+	e.Store.Dirs.DropAll()
+	waitSize(t, a, 11, "after every listing was dropped")
 
 	// Fetched anew: b.txt, made here, is kept by the kernel for 4 s from
 	// its create; the folder's listing, fetched before it, runs out first.

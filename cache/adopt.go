@@ -2,10 +2,13 @@ package cache
 
 // What the mount uploaded becomes its content cache entry: a file just
 // written is not downloaded to be read (a 50 MB file was fetched again at
-// its first read, and a git status after a clone read every file anew).
+// its first read, and a git status after a clone read every file anew). And
+// the other way: a cache file the kernel reads in passthrough becomes the
+// staging copy of a writer of the file (Staging.Adopt).
 //
 // Locks: Content.mu, then entry.mu, as in content.go; held across a rename
-// of a local file and the entry's record, no request.
+// of a local file and the entry's record, no request. Staging.Adopt takes
+// Staging.mu for memory only, as Create does.
 
 import (
 	"errors"
@@ -71,4 +74,48 @@ func (e *entry) same(m Meta) bool {
 		e.meta.ModTime, e.provisional, e.dirty = m.ModTime, false, true
 	}
 	return e.meta.ModTime.Equal(m.ModTime)
+}
+
+// Dir is the folder of the content cache's files.
+func (c *Content) Dir() string { return c.dir }
+
+// Adopt is CreateFrom for content that already is a local file, the cache
+// file the kernel reads in passthrough: link names that very file at the
+// path given, which makes it the staging copy, so that what is written to it
+// from now on is what the upload sends. The caller has the content cache
+// forget it (Store.StageAdopt). The staged file comes back with one writer
+// open (the caller's).
+func (s *Staging) Adopt(t Target, replaces int64, link func(path string) error) (*Staged, error) {
+	if err := checkTarget(t); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("staging: closed")
+	}
+	seq := s.next
+	s.next++
+	s.mu.Unlock()
+	p := s.dataPath(seq)
+	if err := link(p); err != nil {
+		return nil, fmt.Errorf("staging: taking the cache file: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.closed {
+		err = errors.New("staging: closed")
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(p)
+		return nil, err
+	}
+	return s.publishLocked(seq, f, t, replaces, 1)
 }

@@ -286,6 +286,20 @@ func (s *Store) Move(st *Staged, to Target, replaces int64) error {
 	return nil
 }
 
+// StageAdopt stages from, the version the name holds, for writing by taking
+// its cache file, the one the kernel reads in passthrough, as the staging
+// copy (Staging.Adopt: link names that file at a path). The content cache
+// forgets from: its file is the staging copy now, changed from here on.
+func (s *Store) StageAdopt(to Target, from api.File, replaces int64, link func(path string) error) (*Staged, error) {
+	st, err := s.Staging.Adopt(to, replaces, link)
+	if err != nil {
+		return nil, err
+	}
+	s.Fetcher.Forget(from.ID)
+	st.SetModTime(s.Attrs.Shown(from).ModTime(from.LastModified))
+	return st, nil
+}
+
 // StageCopy stages a copy of service file from at to, replacing the service
 // file replaces (0: none), showing from's time. The content is fetched
 // whole before the copy exists, and the copy is visible only once complete

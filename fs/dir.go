@@ -448,7 +448,8 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	fn := ch.Operations().(*fileNode)
 	fn.fillAttr(&out.Attr)
 	n.fsys.keepEntry(out, time.Now()) // this mount's own file (kernel.go)
-	return ch, &stagedHandle{node: fn, staged: st, writer: true}, 0, 0
+	h, errno := fn.stagedWriter(ctx, st, false)
+	return ch, h, 0, errno
 }
 
 // createStaged returns the empty staging copy of a file made at name: the

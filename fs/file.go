@@ -8,6 +8,7 @@ package fs
 
 import (
 	"context"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +37,9 @@ type fileNode struct {
 
 	link    bool       // constant: a symbolic link, kept on the service as a link file (links.go)
 	stageMu sync.Mutex // held while a staging copy of the file is made (see the lock order in fs.go)
+
+	ptMu sync.Mutex // a leaf, held across a backing file's registration (passthrough.go)
+	pt   ptState    // guarded by ptMu; the file's opens as the kernel sees them
 }
 
 // newFileNode makes the node of a file listed in parent or staged; file.Name
@@ -221,8 +225,8 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uin
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR|syscall.O_TRUNC|syscall.O_APPEND) != 0 {
 		return n.openWriter(ctx, flags&syscall.O_TRUNC != 0)
 	}
-	if h := n.openPendingReader(); h != nil {
-		return h, fuse.FOPEN_NOFLUSH, 0
+	if h, errno := n.openPendingReader(ctx); h != nil || errno != 0 {
+		return h, fuse.FOPEN_NOFLUSH, errno
 	}
 	h, flags, errno := n.openReader(ctx)
 	return h, flags | fuse.FOPEN_NOFLUSH, errno
@@ -233,13 +237,18 @@ func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHand
 	if !n.fsys.writable(n.parentKey().Area) {
 		return nil, 0, syscall.EROFS
 	}
-	if !truncate && n.refreshStaged() == nil {
+	if !truncate && !n.ptActive() && n.refreshStaged() == nil {
 		// A file of the service: staged at the first read or write (get),
-		// after the kernel's truncate of an O_TRUNC open.
+		// after the kernel's truncate of an O_TRUNC open. (A file open in
+		// passthrough is staged now: its writes will not come here.)
+		pt, errno := n.beginOpen(ctx, nil, false)
+		if errno != 0 {
+			return nil, 0, errno
+		}
 		n.mu.Lock()
 		n.kernelCache = cache.Meta{} // the kernel's pages of the old content must go
 		n.mu.Unlock()
-		return &stagedHandle{node: n, writer: true}, 0, 0
+		return &stagedHandle{node: n, writer: true, pt: pt}, 0, 0
 	}
 	st, errno := n.stageForWriting(ctx, truncate)
 	if errno != 0 {
@@ -256,17 +265,24 @@ func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHand
 	n.mu.Lock()
 	n.kernelCache = cache.Meta{}
 	n.mu.Unlock()
-	return &stagedHandle{node: n, staged: st, writer: true}, 0, 0
+	h, errno := n.stagedWriter(ctx, st, false)
+	return h, 0, errno
 }
 
 // openPendingReader opens a pending file for reading: a staged handle holding
-// a reader of its staging copy. Nil when the file is not pending.
-func (n *fileNode) openPendingReader() *stagedHandle {
+// a reader of its staging copy, in passthrough on it when the file has no
+// other opens. Nil when the file is not pending.
+func (n *fileNode) openPendingReader(ctx context.Context) (*stagedHandle, syscall.Errno) {
 	st := n.acquirePending()
 	if st == nil {
-		return nil
+		return nil, 0
 	}
-	return &stagedHandle{node: n, staged: st}
+	pt, errno := n.beginOpen(ctx, st.File(), true)
+	if errno != 0 {
+		st.CloseReader()
+		return nil, errno
+	}
+	return &stagedHandle{node: n, staged: st, pt: pt}, 0
 }
 
 // acquirePending returns the file's staging copy held for reading (the
@@ -351,8 +367,17 @@ func (n *fileNode) openVersion(ctx context.Context, f api.File, replaced bool) (
 		fuseFlags |= fuse.FOPEN_DIRECT_IO
 		go n.NotifyContent(0, 0) // the old version's size and pages, outside the request
 	}
+	var content *os.File // the cache file, when it holds the whole version: passthrough
+	if n.fsys.store.Content.Complete(m) {
+		content = r.File()
+	}
+	pt, errno := n.beginOpen(ctx, content, !replaced)
+	if errno != 0 {
+		r.Close()
+		return nil, 0, errno
+	}
 	n.fsys.open.open(f.ID)
-	return &readHandle{node: n, r: r}, fuseFlags, 0
+	return &readHandle{node: n, r: r, pt: pt}, fuseFlags, 0
 }
 
 // Setattr truncates (through the staging copy) and sets mode, owner and
@@ -433,7 +458,17 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	}
 	var st *cache.Staged
 	var err error
-	if truncate {
+	if x := n.ptBacking(); x != nil {
+		// Open in passthrough: the kernel reads and writes that file, so it
+		// becomes the staging copy (truncated after, when truncating).
+		st, err = n.adopt(f, x)
+		x.Close()
+		if err != nil {
+			n.fsys.log.WithError(err).WithField("path", n.Path(nil)).
+				Warn("fs: the file is open in passthrough and its content could not become its staging copy (ETXTBSY)")
+			return nil, syscall.ETXTBSY
+		}
+	} else if truncate {
 		if st, err = n.fsys.store.Staging.Create(n.target(), f.ID); err == nil {
 			st.OpenWriter()
 		}

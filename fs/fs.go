@@ -64,6 +64,9 @@ type Options struct {
 	// files (NAME.rclonelink, links.go) show as the plain files they are on
 	// the service. The zero value keeps links on.
 	NoLinks bool
+	// NoPassthrough keeps reads of cached files in the daemon, also where
+	// the kernel allows FUSE passthrough (passthrough.go).
+	NoPassthrough bool
 }
 
 // DefaultRenameFetchMax is Options.RenameFetchMax's default.
@@ -97,6 +100,7 @@ type FS struct {
 	root        *rootNode                 // set by Mount, before the kernel asks anything (kernel.go)
 	dirNodes    sync.Map                  // cache.DirKey -> *dirNode: the folders the kernel knows (kernel.go); safe for concurrent use
 	asked       kernelCounters            // what the kernel asked (kernel.go)
+	pt          passthrough               // FUSE passthrough (passthrough.go)
 }
 
 // New makes the tree of a mount.
@@ -169,7 +173,18 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
 	}
 	f.root = &rootNode{node: node{fsys: f}, ctl: mo.Ctl}
-	return gofs.Mount(dir, f.root, opts)
+	f.pt.chosen = make(map[<-chan struct{}]int32)
+	raw := &ptRaw{RawFileSystem: gofs.NewNodeFS(f.root, opts), pt: &f.pt}
+	server, err := fuse.NewServer(raw, dir, &opts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, err
+	}
+	f.probePassthrough(server)
+	return server, nil
 }
 
 // writable reports whether changes may be made in an area.

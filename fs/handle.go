@@ -46,6 +46,7 @@ type readHandle struct {
 	node *fileNode
 
 	mu   sync.Mutex
+	pt   bool            // constant: open in passthrough (passthrough.go), its reads never come here
 	r    *cache.Reader   // guarded by mu; the version it reads
 	done []*cache.Reader // guarded by mu; versions it read before (a read may still use one), closed at release
 }
@@ -157,6 +158,7 @@ func (h *readHandle) reader() *cache.Reader {
 }
 
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
+	defer h.node.endOpen(h.pt)
 	h.mu.Lock()
 	readers := append(h.done, h.r)
 	h.mu.Unlock()
@@ -182,7 +184,11 @@ func (h *readHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno { re
 type stagedHandle struct {
 	node   *fileNode
 	writer bool // holds a writer: Write is allowed, Release closes a writer
-	mu     sync.Mutex
+	// pt: open in passthrough (passthrough.go) on the staging copy, whose
+	// reads and writes never come here: a writer's close (or fsync) notes
+	// a change of the copy, written or not.
+	pt bool
+	mu sync.Mutex
 	// staged is the staging copy; nil until the first use of a handle opened
 	// for writing on a file of the service (get): guarded by mu.
 	staged *cache.Staged
@@ -273,10 +279,14 @@ func (h *stagedHandle) Write(ctx context.Context, data []byte, off int64) (uint3
 }
 
 func (h *stagedHandle) Release(ctx context.Context) syscall.Errno {
+	defer h.node.endOpen(h.pt)
 	st := h.current()
 	switch {
 	case st == nil: // opened for writing, never written: nothing staged
 	case h.writer:
+		if h.pt {
+			st.Touch()
+		}
 		st.CloseWriter()
 	default:
 		st.CloseReader()
@@ -285,14 +295,25 @@ func (h *stagedHandle) Release(ctx context.Context) syscall.Errno {
 }
 
 // Flush (each close) reports nothing new: the upload happens after the last
-// close; fsync waits for it and reports it.
-func (h *stagedHandle) Flush(ctx context.Context) syscall.Errno { return 0 }
+// close; fsync waits for it and reports it. A writer in passthrough notes its
+// change here, before close(2) returns (Release comes later, and orgfs sync
+// just after the close must find the file pending), and again at Release
+// (writes through a mapping that outlived the descriptor).
+func (h *stagedHandle) Flush(ctx context.Context) syscall.Errno {
+	if h.pt && h.writer {
+		h.staged.Touch()
+	}
+	return 0
+}
 
 // Fsync uploads the staging copy now and reports how that went.
 func (h *stagedHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	st := h.current()
 	if st == nil {
 		return 0 // nothing written
+	}
+	if h.pt && h.writer {
+		st.Touch() // written in passthrough, unseen here
 	}
 	if err := h.node.fsys.store.Flush(ctx, st); err != nil {
 		return h.node.fsys.errno(ctx, "uploading "+h.node.Path(nil), err)

@@ -69,6 +69,13 @@ type Stats struct {
 		Opens    int64 `json:"opens"`
 		Reads    int64 `json:"reads"`
 	} `json:"kernel"`
+	// Passthrough is how reads of cached files are served: "on" (FUSE
+	// passthrough: the kernel reads the cache's files, and a read asks the
+	// daemon nothing) or "off: " and why; opens counts the opens served so.
+	Passthrough struct {
+		Mode  string `json:"mode"`
+		Opens int64  `json:"opens"`
+	} `json:"passthrough"`
 	Bundles struct {
 		Jobs      int64 `json:"jobs"`
 		Completed int64 `json:"completed"`

@@ -393,4 +393,19 @@ func TestCtlStatsCountsWhatTheKernelAsks(t *testing.T) {
 	if st.Kernel.Lookups != k.Lookups || st.Kernel.Getattrs != k.Getattrs {
 		t.Errorf("a stat of a kept file asked the daemon: %+v, then %+v", k, st.Kernel)
 	}
+	// Read again, now whole in the cache: in passthrough where the kernel
+	// has it (CI's has), the open counted there and no read asked.
+	pt := st.Passthrough
+	if b, err := os.ReadFile(e.Path("shared", "k.txt")); err != nil || string(b) != "kernel" {
+		t.Fatalf("read again %q, %v", b, err)
+	}
+	e.readJSON(&st, "stats")
+	switch {
+	case pt.Mode == "on":
+		if st.Passthrough.Opens != pt.Opens+1 || st.Kernel.Reads != k.Reads {
+			t.Errorf("a read of a cached file in passthrough: %+v %+v, then %+v %+v", pt, k, st.Passthrough, st.Kernel)
+		}
+	case os.Getenv("CI") != "" || !strings.HasPrefix(pt.Mode, "off: "):
+		t.Errorf("stats passthrough %+v", pt)
+	}
 }

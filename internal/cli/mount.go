@@ -46,6 +46,7 @@ type mountOptions struct {
 	IOTimeout    time.Duration
 	ReadOnly     bool
 	Links        bool
+	Passthrough  bool
 	UID, GID     uint32
 	Umask        uint32
 	AllowOther   bool
@@ -70,6 +71,7 @@ func defaultMountOptions() mountOptions {
 		DrainTimeout: 5 * time.Minute,
 		IOTimeout:    time.Minute,
 		Links:        true,
+		Passthrough:  true,
 		UID:          uint32(os.Geteuid()),
 		GID:          uint32(os.Getegid()),
 		Umask:        0o022,
@@ -118,6 +120,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.Var((*units.Duration)(&o.IOTimeout), "io-timeout", "the longest a file operation waits on the service: EIO when no answer (or, for a read, no byte of content) came for this long, while uploads and shared fetches retry in the background; also cuts a request or transfer that moves no byte for this long")
 	fs.BoolVar(&o.ReadOnly, "read-only", o.ReadOnly, "mount read-only")
 	fs.BoolVar(&o.Links, "links", o.Links, "symbolic links: ln -s makes NAME.rclonelink on the service holding the target, and such files show as links (rclone's --links); --links=false: ln -s answers ENOTSUP and those files show as they are")
+	fs.BoolVar(&o.Passthrough, "passthrough", o.Passthrough, "FUSE passthrough (Linux 6.9+, as root): reads of files whose content is whole in the cache go from the cache's files to the program without the daemon; used where the kernel allows it (orgfs status says), --passthrough=false: never")
 	fs.Uint32Var(&o.UID, "uid", o.UID, "owner of every file")
 	fs.Uint32Var(&o.GID, "gid", o.GID, "group of every file")
 	fs.Var((*octal)(&o.Umask), "umask", "permission bits taken from 0777 (folders) and 0666 (files), octal")
@@ -421,7 +424,7 @@ func drainUploads(staging *cache.Staging, o mountOptions, log logrus.FieldLogger
 // mountTree builds the tree over the stores and mounts it at dir.
 func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, log logrus.FieldLogger) (*fuse.Server, *orgfs.FS, *ctl.Tree, error) {
 	fsys := orgfs.New(orgfs.Deps{Store: st, Log: log},
-		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly, RenameFetchMax: int64(o.RenameFetch), NoLinks: !o.Links})
+		orgfs.Options{UID: o.UID, GID: o.GID, Umask: o.Umask, ReadOnly: o.ReadOnly, RenameFetchMax: int64(o.RenameFetch), NoLinks: !o.Links, NoPassthrough: !o.Passthrough})
 	tree := ctl.New(ctl.Deps{Mount: fsys, Store: st, Admin: client, Log: log}, ctl.Options{DirCacheTime: o.DirCacheTime})
 	server, err := orgfs.Mount(dir, fsys, orgfs.MountOptions{AllowOther: o.AllowOther, Debug: o.DebugFUSE, Ctl: tree.Root()})
 	if err != nil {

@@ -1,0 +1,183 @@
+package fs
+
+import (
+	"bytes"
+	"os"
+	"syscall"
+	"testing"
+)
+
+// needPassthrough fails the test when the kernel refused passthrough in CI
+// (the CI machine runs a kernel that has it), and skips it elsewhere.
+func needPassthrough(t *testing.T, e *testEnv) {
+	t.Helper()
+	mode, _ := e.fsys.PassthroughMode()
+	if mode == "on" {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("passthrough is %s", mode)
+	}
+	t.Skipf("passthrough is %s", mode)
+}
+
+// readAll reads what is left of f.
+func readAll(t *testing.T, f *os.File) string {
+	t.Helper()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(f); err != nil {
+		t.Fatalf("reading %s: %v", f.Name(), err)
+	}
+	return b.String()
+}
+
+// A file whose content is whole in the cache is read in passthrough: the
+// kernel reads the cache's file, and the daemon is asked for no read.
+func TestPassthroughReadsCachedFiles(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	needPassthrough(t, e)
+	data := bytes.Repeat([]byte("passthrough "), 50_000) // 600 KB
+	e.put(0, e.root(0), "cached.bin", data)
+	p := e.Path("shared", "cached.bin")
+	if fileSum(t, p) != sum(data) { // fetched into the cache, read through the daemon
+		t.Fatal("first read differs")
+	}
+	dropKernelCache(t, p) // the pages the first read left
+	_, opensBefore := e.fsys.PassthroughMode()
+	before := e.fsys.KernelRequests()
+	if fileSum(t, p) != sum(data) {
+		t.Fatal("read in passthrough differs")
+	}
+	after := e.fsys.KernelRequests()
+	if after.Reads != before.Reads {
+		t.Errorf("the daemon was asked %d reads of a cached file", after.Reads-before.Reads)
+	}
+	if _, opens := e.fsys.PassthroughMode(); opens != opensBefore+1 {
+		t.Errorf("passthrough opens %d, then %d: want one more", opensBefore, opens)
+	}
+}
+
+// A file open in passthrough can be written, truncated and replaced as on a
+// disk: the readers open read the change at once, and it is uploaded.
+func TestPassthroughFileChangedWhileOpen(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	needPassthrough(t, e)
+	e.put(0, e.root(0), "log.txt", []byte("one\n"))
+	p := e.Path("shared", "log.txt")
+	if b, err := os.ReadFile(p); err != nil || string(b) != "one\n" { // now in the cache
+		t.Fatalf("read %q, %v", b, err)
+	}
+	r, err := os.Open(p) // in passthrough
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := readAll(t, r); got != "one\n" {
+		t.Fatalf("reader read %q", got)
+	}
+	// An append: the staging copy is the file the reader reads.
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatalf("opening for append while a reader has the file: %v", err)
+	}
+	if _, err := w.WriteString("two\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, r); got != "two\n" { // tail -f
+		t.Errorf("the reader read %q after the append, want %q", got, "two\n")
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(e.serviceBytes("log.txt")); got != "one\ntwo\n" {
+		t.Errorf("after fsync the service holds %q", got)
+	}
+	if _, err := w.WriteString("three\n"); err != nil { // after the fsync's upload
+		t.Fatal(err)
+	}
+	// A close is a change: noted before close(2) returns (the release comes
+	// later, and not at all while a duplicate of the descriptor is open).
+	fd, err := syscall.Dup(int(w.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if ents := e.Store.Staging.Entries(); len(ents) != 1 || ents[0].State != "open" {
+		t.Errorf("staged after the close: %+v, want the file changed, open", ents)
+	}
+	syscall.Close(fd)
+	e.settle()
+	if got := string(e.serviceBytes("log.txt")); got != "one\ntwo\nthree\n" {
+		t.Errorf("after close the service holds %q", got)
+	}
+	// A truncate by name, then a replacement (O_TRUNC), the reader still open.
+	if err := os.Truncate(p, 4); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "one\n" {
+		t.Errorf("after truncate the file reads %q, %v", b, err)
+	}
+	if err := os.WriteFile(p, []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.Seek(0, 0)
+	if got := readAll(t, r); got != "new\n" {
+		t.Errorf("the reader reads %q after the replacement", got)
+	}
+	e.settle()
+	if got := string(e.serviceBytes("log.txt")); got != "new\n" {
+		t.Errorf("the service holds %q", got)
+	}
+	// What was cached of the first version did not take the changes: a new
+	// open reads the service's current version.
+	r.Close()
+	if b, err := os.ReadFile(p); err != nil || string(b) != "new\n" {
+		t.Errorf("reopened: %q, %v", b, err)
+	}
+}
+
+// An open the daemon serves (a writer that has not written, a reader of
+// content not whole in the cache) and a reader of cached content share a
+// file: the kernel refuses passthrough beside another open (EIO), so the
+// reader is served by the daemon too.
+func TestPassthroughBesideOtherOpens(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	needPassthrough(t, e)
+	e.put(0, e.root(0), "shared.txt", []byte("content"))
+	p := e.Path("shared", "shared.txt")
+	if b, err := os.ReadFile(p); err != nil || string(b) != "content" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	w, err := os.OpenFile(p, os.O_WRONLY, 0) // served by the daemon, nothing staged yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 3 {
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != "content" {
+			t.Fatalf("read %d beside a writer: %q, %v", i, b, err)
+		}
+	}
+	if _, err := w.WriteAt([]byte("C"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "Content" {
+		t.Fatalf("read after the write: %q, %v", b, err)
+	}
+	w.Close()
+	e.settle()
+	// And the other way: a reader in passthrough first, then a writer that
+	// opens with O_TRUNC, then readers.
+	r, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatalf("replacing a file open for reading: %v", err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "x" {
+		t.Fatalf("read after the replacement: %q, %v", b, err)
+	}
+}

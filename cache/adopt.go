@@ -83,7 +83,7 @@ func (c *Content) Dir() string { return c.dir }
 // file the kernel reads in passthrough: link names that very file at the
 // path given, which makes it the staging copy, so that what is written to it
 // from now on is what the upload sends. The caller has the content cache
-// forget it (Store.StageAdopt). The staged file comes back with one writer
+// forget it (Store.StageCopy). The staged file comes back with one writer
 // open (the caller's).
 func (s *Staging) Adopt(t Target, replaces int64, link func(path string) error) (*Staged, error) {
 	if err := checkTarget(t); err != nil {

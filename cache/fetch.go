@@ -199,9 +199,15 @@ func (f *Fetcher) url(ctx context.Context, id int64, stale string) (string, erro
 	}
 }
 
-// Forget drops what the fetcher holds of a file id: its cached URL, and its
-// cache entry (the file changed or was deleted).
+// Forget drops what the fetcher holds of a file id: its cached URL, its
+// cache entry (the file changed or was deleted), and its fetching state: the
+// readers open keep theirs, and the next open starts anew, so no fetch of
+// the id writes into the file the entry had (which may be a staging copy
+// now: Store.StageCopy).
 func (f *Fetcher) Forget(id int64) {
+	f.mu.Lock()
+	delete(f.files, id)
+	f.mu.Unlock()
 	f.urls.Remove(id)
 	f.content.Invalidate(id)
 }

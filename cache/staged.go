@@ -245,7 +245,12 @@ func (st *Staged) openWriter(acquire bool) bool {
 func (st *Staged) CloseWriter() {
 	s := st.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var kept string // an uploaded copy retired: its data, for the content cache
+	var as api.File
+	defer func() {
+		s.mu.Unlock()
+		s.handOver(as, kept, kept != "")
+	}()
 	if st.writers > 0 {
 		st.writers--
 	}
@@ -261,7 +266,7 @@ func (st *Staged) CloseWriter() {
 		s.waitLocked(st)
 	case stUploaded:
 		if st.readers == 0 {
-			s.retireLocked(st)
+			as, kept = s.retireUploadedLocked(st)
 		} else {
 			s.saveLocked(st, false)
 		}
@@ -287,7 +292,12 @@ func (st *Staged) openReader(acquire bool) bool {
 func (st *Staged) CloseReader() {
 	s := st.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var kept string // an uploaded copy retired: its data, for the content cache
+	var as api.File
+	defer func() {
+		s.mu.Unlock()
+		s.handOver(as, kept, kept != "")
+	}()
 	if st.readers > 0 {
 		st.readers--
 	}
@@ -299,8 +309,20 @@ func (st *Staged) CloseReader() {
 		return
 	}
 	if st.state == stUploaded {
-		s.retireLocked(st)
+		as, kept = s.retireUploadedLocked(st)
 	}
+}
+
+// retireUploadedLocked retires st, uploaded and unchanged since, at its last
+// close, and returns its data kept for the content cache (handOver, after
+// the lock), as an upload's end does for a file nobody holds: a file written
+// and closed after its upload (or read until then) is not downloaded again,
+// and a file the kernel reads in passthrough keeps being the cache's file of
+// its version.
+func (s *Staging) retireUploadedLocked(st *Staged) (api.File, string) {
+	kept := s.keepData(st, st.uploadedAs)
+	s.retireLocked(st)
+	return st.uploadedAs, kept
 }
 
 // Touch notes a change of the content; call it after the change is written

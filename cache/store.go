@@ -35,7 +35,17 @@ type Store struct {
 	retirer *retirer // folders renamed with their content (retire.go); nil on a read-only mount
 	// ioTimeout bounds a caller's wait on the service (Bound); 0: no bound.
 	ioTimeout time.Duration
+	// live, set by the mount (SetLive), says whether a cache file is read
+	// and written by the kernel itself (FUSE passthrough), and gives the
+	// way to link it under another name; nil: none is.
+	live func(f *os.File) (link func(path string) error)
 }
+
+// SetLive tells the store which cache files the kernel reads and writes
+// itself (FUSE passthrough): a staging copy of such a file's content is that
+// very file, not a copy (StageCopy), since the kernel keeps using it for
+// every open of the file. Set before the mount serves.
+func (s *Store) SetLive(live func(f *os.File) (link func(path string) error)) { s.live = live }
 
 // StoreOptions configures OpenStore. Zero values take the parts' defaults.
 type StoreOptions struct {
@@ -286,25 +296,15 @@ func (s *Store) Move(st *Staged, to Target, replaces int64) error {
 	return nil
 }
 
-// StageAdopt stages from, the version the name holds, for writing by taking
-// its cache file, the one the kernel reads in passthrough, as the staging
-// copy (Staging.Adopt: link names that file at a path). The content cache
-// forgets from: its file is the staging copy now, changed from here on.
-func (s *Store) StageAdopt(to Target, from api.File, replaces int64, link func(path string) error) (*Staged, error) {
-	st, err := s.Staging.Adopt(to, replaces, link)
-	if err != nil {
-		return nil, err
-	}
-	s.Fetcher.Forget(from.ID)
-	st.SetModTime(s.Attrs.Shown(from).ModTime(from.LastModified))
-	return st, nil
-}
-
 // StageCopy stages a copy of service file from at to, replacing the service
 // file replaces (0: none), showing from's time. The content is fetched
 // whole before the copy exists, and the copy is visible only once complete
 // (Staging.CreateFrom): a failure or a crash leaves both names as they were.
 // The staged file comes back with the caller's writer open.
+//
+// A cache file the kernel reads in passthrough (SetLive) is not copied: it
+// becomes the staging copy (Staging.Adopt), and the content cache forgets
+// from, whose file it was.
 func (s *Store) StageCopy(ctx context.Context, to Target, from api.File, replaces int64) (*Staged, error) {
 	var r *Reader
 	if from.Size > 0 {
@@ -317,6 +317,24 @@ func (s *Store) StageCopy(ctx context.Context, to Target, from api.File, replace
 		// I/O timeout (Reader.Ready).
 		if _, err := r.Ready(ctx, 0, from.Size); err != nil {
 			return nil, err
+		}
+	}
+	if r != nil && s.live != nil && s.Content.Complete(MetaOf(from)) {
+		if link := s.live(r.File()); link != nil {
+			st, err := s.Staging.Adopt(to, replaces, func(path string) error {
+				if err := link(path); err != nil {
+					return err
+				}
+				// Forgotten before the staging's record is written: after a
+				// crash no cache record names the staging copy's data.
+				s.Fetcher.Forget(from.ID)
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			st.SetModTime(s.Attrs.Shown(from).ModTime(from.LastModified))
+			return st, nil
 		}
 	}
 	st, err := s.Staging.CreateFrom(to, replaces, func(f *os.File) error {

@@ -411,8 +411,7 @@ func (n *dirNode) existingErr(ctx context.Context, name string) (api.File, bool,
 // staging area, which keep the caches in step: fs never edits a cache by
 // hand.
 
-// Create makes a file, or empties the pending file of that name, and opens
-// it for writing.
+// Create makes a file, or empties the pending one of that name, for writing.
 func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
 	if !n.fsys.writable(n.dirKey().Area) {
 		return nil, nil, 0, syscall.EROFS
@@ -423,6 +422,10 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if n.fsys.local.special(n.dirKey(), name) != nil {
 		return nil, nil, 0, syscall.EEXIST // a special node (special.go)
 	}
+	if n.childInPassthrough(name) {
+		return nil, nil, 0, syscall.ESTALE // the kernel looks it up again and opens it (passthrough.go)
+	}
+	req := ctx // the request, for passthrough
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	if probeName(name) {
@@ -448,7 +451,7 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	fn := ch.Operations().(*fileNode)
 	fn.fillAttr(&out.Attr)
 	n.fsys.keepEntry(out, time.Now()) // this mount's own file (kernel.go)
-	h, errno := fn.stagedWriter(ctx, st, false)
+	h, errno := fn.stagedWriter(req, st, false)
 	return ch, h, 0, errno
 }
 

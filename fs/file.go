@@ -368,7 +368,7 @@ func (n *fileNode) openVersion(ctx context.Context, f api.File, replaced bool) (
 		go n.NotifyContent(0, 0) // the old version's size and pages, outside the request
 	}
 	var content *os.File // the cache file, when it holds the whole version: passthrough
-	if n.fsys.store.Content.Complete(m) {
+	if m.Size > 0 && n.fsys.store.Content.Complete(m) {
 		content = r.File()
 	}
 	pt, errno := n.beginOpen(ctx, content, !replaced)
@@ -458,17 +458,9 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	}
 	var st *cache.Staged
 	var err error
-	if x := n.ptBacking(); x != nil {
-		// Open in passthrough: the kernel reads and writes that file, so it
-		// becomes the staging copy (truncated after, when truncating).
-		st, err = n.adopt(f, x)
-		x.Close()
-		if err != nil {
-			n.fsys.log.WithError(err).WithField("path", n.Path(nil)).
-				Warn("fs: the file is open in passthrough and its content could not become its staging copy (ETXTBSY)")
-			return nil, syscall.ETXTBSY
-		}
-	} else if truncate {
+	// A file open in passthrough is staged whole even when truncating: the
+	// kernel's file becomes the staging copy (StageCopy), truncated after.
+	if truncate && !n.ptActive() {
 		if st, err = n.fsys.store.Staging.Create(n.target(), f.ID); err == nil {
 			st.OpenWriter()
 		}

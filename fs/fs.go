@@ -33,6 +33,12 @@ package fs
 // localFiles.mu, localFile.mu (local.go), openFiles.mu (unlinked.go) and
 // readHandle.mu (handle.go) are leaves, held for memory only.
 //
+// fileNode.ptMu (passthrough.go) is held across the ioctl that registers or
+// releases a backing file with the kernel, so that an open's mode is chosen
+// and its backing file registered in one step; under it only
+// passthrough.mu, a leaf. It may be taken under stageMu, never the
+// reverse, and no cache call is made under it.
+//
 // Package cache never calls back into the mount (after an upload the Store
 // updates its own caches), and go-fuse calls the nodes with none of ours
 // held.
@@ -120,6 +126,8 @@ func New(deps Deps, opts Options) *FS {
 		panic(err)
 	}
 	f := &FS{store: deps.Store, log: deps.Log, opts: opts, start: time.Now(), inos: inos, pendingInos: pending}
+	f.pt.chosen, f.pt.live = make(map[<-chan struct{}]int32), make(map[fileKey]int)
+	deps.Store.SetLive(f.liveFile)
 	f.watchDirs()
 	return f
 }
@@ -173,7 +181,6 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 		opts.MountOptions.Options = append(opts.MountOptions.Options, "ro")
 	}
 	f.root = &rootNode{node: node{fsys: f}, ctl: mo.Ctl}
-	f.pt.chosen = make(map[<-chan struct{}]int32)
 	raw := &ptRaw{RawFileSystem: gofs.NewNodeFS(f.root, opts), pt: &f.pt}
 	server, err := fuse.NewServer(raw, dir, &opts.MountOptions)
 	if err != nil {

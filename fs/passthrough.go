@@ -10,11 +10,12 @@ package fs
 // (an open of the kernel's page-cache mode beside a passthrough one fails
 // with EIO), so every open of a file is counted here (ptState) and decides:
 //   - while the file has passthrough opens, every new open is one too, on the
-//     same backing file: a reader's, checked to be the content it would read
-//     (else ESTALE, and the kernel looks the name up again); a writer's or a
-//     truncate's, which stages the file by taking that very file as its
-//     staging copy (Staging.Adopt, fileNode.stageForWriting): what the writer
-//     writes, the readers read at once, as on a disk, and the upload sends it;
+//     same backing file, checked to be the content the open would read (else
+//     ESTALE, and the kernel looks the name up again). A writer's open, a
+//     truncate or a rename stages the file, and a staging copy of a backing
+//     file's content is that very file (Store.StageCopy asks liveFile;
+//     Staging.Adopt): what the writer writes, the readers read at once, as
+//     on a disk, and the upload sends it;
 //   - while it has other opens, a new open is one of those too;
 //   - else a reader of whole cached content starts passthrough.
 //
@@ -30,7 +31,6 @@ package fs
 
 import (
 	"context"
-	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -39,7 +39,6 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
 )
 
@@ -51,6 +50,7 @@ type passthrough struct {
 	srv    backingServer
 	mu     sync.Mutex
 	chosen map[<-chan struct{}]int32 // guarded by mu; backing id of each open in flight that chose passthrough, by its request
+	live   map[fileKey]int           // guarded by mu; the backing files in use, with the files using each
 }
 
 // backingServer registers backing files with the kernel (the FUSE server).
@@ -78,6 +78,7 @@ type ptState struct {
 	other int      // handles open otherwise
 	id    int32    // the backing id while opens > 0
 	file  *os.File // the backing file while opens > 0 (its own descriptor)
+	key   fileKey  // its identity
 }
 
 // ptRaw is the mount's FUSE file system: go-fuse's node bridge, with the
@@ -87,26 +88,25 @@ type ptRaw struct {
 	pt *passthrough
 }
 
-func (r *ptRaw) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	st := r.RawFileSystem.Open(cancel, in, out)
-	r.pt.answer(cancel, st, out)
-	return st
+func (r *ptRaw) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) (st fuse.Status) {
+	defer r.pt.answer(cancel, &st, out) // also when the node's Open panics
+	return r.RawFileSystem.Open(cancel, in, out)
 }
 
-func (r *ptRaw) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	st := r.RawFileSystem.Create(cancel, in, name, out)
-	r.pt.answer(cancel, st, &out.OpenOut)
-	return st
+func (r *ptRaw) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) (st fuse.Status) {
+	defer r.pt.answer(cancel, &st, &out.OpenOut)
+	return r.RawFileSystem.Create(cancel, in, name, out)
 }
 
 // answer puts the backing id of the open in flight that chose passthrough
-// in its answer.
-func (p *passthrough) answer(cancel <-chan struct{}, st fuse.Status, out *fuse.OpenOut) {
+// in its answer, and forgets the choice (the request's channel serves the
+// next request).
+func (p *passthrough) answer(cancel <-chan struct{}, st *fuse.Status, out *fuse.OpenOut) {
 	p.mu.Lock()
 	id, ok := p.chosen[cancel]
 	delete(p.chosen, cancel)
 	p.mu.Unlock()
-	if ok && st == fuse.OK {
+	if ok && *st == fuse.OK {
 		out.BackingID = id
 		out.OpenFlags |= fuse.FOPEN_PASSTHROUGH
 		out.OpenFlags &^= fuse.FOPEN_KEEP_CACHE | fuse.FOPEN_DIRECT_IO
@@ -130,19 +130,16 @@ func (n *fileNode) ptActive() bool {
 	return n.pt.opens > 0
 }
 
-// ptBacking returns a descriptor of the backing file while the file has
-// opens in passthrough (the caller closes it), else nil.
-func (n *fileNode) ptBacking() *os.File {
-	n.ptMu.Lock()
-	defer n.ptMu.Unlock()
-	if n.pt.opens == 0 {
-		return nil
+// childInPassthrough reports whether the file name of n is open in
+// passthrough: a create of that name (the kernel forgot the entry) must be
+// an open of that file instead, whose staging copy is the kernel's file.
+func (n *dirNode) childInPassthrough(name string) bool {
+	ch := n.GetChild(name)
+	if ch == nil {
+		return false
 	}
-	fd, err := syscall.Dup(int(n.pt.file.Fd()))
-	if err != nil {
-		return nil
-	}
-	return os.NewFile(uintptr(fd), n.pt.file.Name())
+	fn, ok := ch.Operations().(*fileNode)
+	return ok && fn.ptActive()
 }
 
 // beginOpen counts an open of the file and chooses its mode: passthrough on
@@ -178,14 +175,22 @@ func (n *fileNode) chooseOpen(ctx context.Context, content *os.File, start bool)
 			return false, 0
 		}
 		file := os.NewFile(uintptr(fd), content.Name())
+		key, ok := keyOf(file)
 		id, errno := p.srv.RegisterBackingFd(&fuse.BackingMap{Fd: int32(fd)})
-		if errno != 0 {
+		if !ok || errno != 0 {
 			file.Close()
-			n.fsys.ptOff("registering a backing file: " + errno.Error())
+			if errno != 0 {
+				n.fsys.ptOff("registering a backing file: " + errno.Error())
+			} else {
+				p.srv.UnregisterBackingFd(id)
+			}
 			n.pt.other++
 			return false, 0
 		}
-		n.pt.id, n.pt.file = id, file
+		n.pt.id, n.pt.file, n.pt.key = id, file, key
+		p.mu.Lock()
+		p.live[key]++
+		p.mu.Unlock()
 	default:
 		n.pt.other++
 		return false, 0
@@ -215,6 +220,12 @@ func (n *fileNode) endOpen(pt bool) {
 		n.fsys.log.WithError(errno).WithField("path", n.Path(nil)).Warn("fs: releasing a passthrough backing file")
 	}
 	n.pt.file.Close()
+	p := &n.fsys.pt
+	p.mu.Lock()
+	if p.live[n.pt.key]--; p.live[n.pt.key] <= 0 {
+		delete(p.live, n.pt.key)
+	}
+	p.mu.Unlock()
 	n.pt = ptState{other: n.pt.other}
 }
 
@@ -238,28 +249,36 @@ func (n *fileNode) stagedWriter(ctx context.Context, st *cache.Staged, start boo
 	return &stagedHandle{node: n, staged: st, writer: true, pt: pt}, 0
 }
 
-// adopt stages f for writing by taking x, the file open in passthrough, as
-// its staging copy (Store.StageAdopt): x must be f's whole cache file.
-func (n *fileNode) adopt(f api.File, x *os.File) (*cache.Staged, error) {
-	r, err := n.fsys.store.Fetcher.Open(cache.MetaOf(f))
-	if err != nil {
-		return nil, err
+// liveFile is the store's hook (cache.Store.SetLive): when f is the
+// backing file of an open in passthrough, the way to link it under another
+// name, so a staging copy of its content is that file itself.
+func (f *FS) liveFile(file *os.File) func(path string) error {
+	k, ok := keyOf(file)
+	if !ok {
+		return nil
 	}
-	same := n.fsys.store.Content.Complete(cache.MetaOf(f)) && sameFile(r.File(), x)
-	r.Close()
-	if !same {
-		return nil, errNotBacking
+	f.pt.mu.Lock()
+	defer f.pt.mu.Unlock()
+	if f.pt.live[k] == 0 {
+		return nil
 	}
-	return n.fsys.store.StageAdopt(n.target(), f, f.ID, func(path string) error { return linkFile(x, path) })
+	return func(path string) error { return linkFile(file, path) }
 }
 
-var errNotBacking = errors.New("the file open in passthrough is not the cache file of the version to change")
+// fileKey is a local file's identity.
+type fileKey struct{ dev, ino uint64 }
+
+func keyOf(f *os.File) (fileKey, bool) {
+	var st syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &st) != nil {
+		return fileKey{}, false
+	}
+	return fileKey{uint64(st.Dev), st.Ino}, true
+}
 
 // sameFile reports whether two descriptors are of one file.
 func sameFile(a, b *os.File) bool {
-	var sa, sb syscall.Stat_t
-	if syscall.Fstat(int(a.Fd()), &sa) != nil || syscall.Fstat(int(b.Fd()), &sb) != nil {
-		return false
-	}
-	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
+	ka, okA := keyOf(a)
+	kb, okB := keyOf(b)
+	return okA && okB && ka == kb
 }

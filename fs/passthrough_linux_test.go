@@ -181,3 +181,106 @@ func TestPassthroughBesideOtherOpens(t *testing.T) {
 		t.Fatalf("read after the replacement: %q, %v", b, err)
 	}
 }
+
+// A file open in passthrough renamed, alone or with its folder, is one the
+// kernel still reads and writes through that open's file: its staging copy
+// under the new name is that file, so new opens and writers go on with it.
+func TestPassthroughFileRenamedWhileOpen(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	needPassthrough(t, e)
+	dir := e.mkdir(0, e.root(0), "d")
+	e.put(0, dir, "a.txt", []byte("a1\n"))
+	e.put(0, e.root(0), "b.txt", []byte("b1\n"))
+	for _, name := range []string{"d/a.txt", "b.txt"} {
+		if _, err := os.ReadFile(e.Path("shared", name)); err != nil { // now in the cache
+			t.Fatal(err)
+		}
+	}
+	ra, err := os.Open(e.Path("shared", "d", "a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ra.Close()
+	rb, err := os.Open(e.Path("shared", "b.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	if err := os.Rename(e.Path("shared", "b.txt"), e.Path("shared", "b2.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(e.Path("shared", "d"), e.Path("shared", "d2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		r          *os.File
+		path, want string
+	}{{rb, "b2.txt", "b1\nb2\n"}, {ra, "d2/a.txt", "a1\na2\n"}} {
+		p := e.Path("shared", c.path)
+		if b, err := os.ReadFile(p); err != nil || string(b) != c.want[:3] {
+			t.Errorf("%s renamed reads %q, %v", c.path, b, err)
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatalf("opening %s renamed for writing: %v", c.path, err)
+		}
+		f.WriteString(c.want[3:])
+		f.Close()
+		if got := readAll(t, c.r); got != c.want {
+			t.Errorf("the reader of %s read %q", c.path, got)
+		}
+	}
+	e.settle()
+	for _, c := range []struct{ path, want string }{{"b2.txt", "b1\nb2\n"}, {"d2/a.txt", "a1\na2\n"}} {
+		if got := string(e.serviceBytes(c.path)); got != c.want {
+			t.Errorf("the service holds %q at %s", got, c.path)
+		}
+	}
+	if _, ok := e.serviceFile("b.txt"); ok {
+		t.Error("b.txt is still on the service")
+	}
+}
+
+// An upload that ends while the file is open (here a reader of the pending
+// file) retires at the last close, and its content becomes the cache's file
+// of the version it made, as when nobody holds it: the file stays readable
+// beside a reader in passthrough, and is not downloaded again.
+func TestPassthroughUploadEndsWhileOpen(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	needPassthrough(t, e)
+	e.put(0, e.root(0), "grow.txt", []byte("one\n"))
+	p := e.Path("shared", "grow.txt")
+	if b, err := os.ReadFile(p); err != nil || string(b) != "one\n" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	r, err := os.Open(p) // in passthrough, open throughout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteString("two\n")
+	r2, err := os.Open(p) // a reader of the pending file
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	e.settle() // uploaded while r2 holds it
+	r2.Close() // the last close retires it
+	gets := e.objectGets()
+	for i := range 3 {
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != "one\ntwo\n" {
+			t.Fatalf("read %d after the upload: %q, %v", i, b, err)
+		}
+	}
+	if n := e.objectGets() - gets; n != 0 {
+		t.Errorf("%d downloads of a file uploaded from here", n)
+	}
+	if got := readAll(t, r); got != "one\ntwo\n" {
+		t.Errorf("the first reader read %q", got)
+	}
+}

@@ -186,9 +186,10 @@ type stagedHandle struct {
 	writer bool // holds a writer: Write is allowed, Release closes a writer
 	// pt: open in passthrough (passthrough.go) on the staging copy, whose
 	// reads and writes never come here: a writer's close (or fsync) notes
-	// a change of the copy, written or not.
-	pt bool
-	mu sync.Mutex
+	// the changes it finds (notePassthroughWrites).
+	pt   bool
+	seen fileStamp // guarded by mu; the copy as a writer in passthrough last saw it
+	mu   sync.Mutex
 	// staged is the staging copy; nil until the first use of a handle opened
 	// for writing on a file of the service (get): guarded by mu.
 	staged *cache.Staged
@@ -260,6 +261,7 @@ func (h *stagedHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.R
 }
 
 func (h *stagedHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	h.node.fsys.asked.writes.Add(1)
 	if !h.writer {
 		return 0, syscall.EBADF
 	}
@@ -284,9 +286,7 @@ func (h *stagedHandle) Release(ctx context.Context) syscall.Errno {
 	switch {
 	case st == nil: // opened for writing, never written: nothing staged
 	case h.writer:
-		if h.pt {
-			st.Touch()
-		}
+		h.notePassthroughWrites()
 		st.CloseWriter()
 	default:
 		st.CloseReader()
@@ -296,14 +296,30 @@ func (h *stagedHandle) Release(ctx context.Context) syscall.Errno {
 
 // Flush (each close) reports nothing new: the upload happens after the last
 // close; fsync waits for it and reports it. A writer in passthrough notes its
-// change here, before close(2) returns (Release comes later, and orgfs sync
+// changes here, before close(2) returns (Release comes later, and orgfs sync
 // just after the close must find the file pending), and again at Release
 // (writes through a mapping that outlived the descriptor).
 func (h *stagedHandle) Flush(ctx context.Context) syscall.Errno {
-	if h.pt && h.writer {
+	h.notePassthroughWrites()
+	return 0
+}
+
+// notePassthroughWrites notes the changes a writer in passthrough made to
+// the staging copy, which the daemon does not see: when the copy's size or
+// times moved since the handle last looked (a write after a look always
+// moves them: the kernel stamps a change after a stat finely; where it
+// cannot, passthrough.go counts every look as a change).
+func (h *stagedHandle) notePassthroughWrites() {
+	if !h.pt || !h.writer {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now, ok := stampOf(h.staged.File())
+	if !ok || now != h.seen || !h.node.fsys.pt.fineTimes.Load() {
 		h.staged.Touch()
 	}
-	return 0
+	h.seen = now
 }
 
 // Fsync uploads the staging copy now and reports how that went.
@@ -312,9 +328,7 @@ func (h *stagedHandle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	if st == nil {
 		return 0 // nothing written
 	}
-	if h.pt && h.writer {
-		st.Touch() // written in passthrough, unseen here
-	}
+	h.notePassthroughWrites()
 	if err := h.node.fsys.store.Flush(ctx, st); err != nil {
 		return h.node.fsys.errno(ctx, "uploading "+h.node.Path(nil), err)
 	}

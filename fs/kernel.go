@@ -207,17 +207,17 @@ func (f *FS) ForgetKernelEntries() {
 
 // KernelRequests count what the kernel asked the daemon for files: lookups
 // of names in storage folders (each entry of a listing read with its
-// attributes, readdirplus, counts as one), getattrs, opens and reads of
+// attributes, readdirplus, counts as one), getattrs, opens, reads and writes of
 // files. What the kernel answers from what it keeps is not counted
 // (.ctl/stats "kernel").
 type KernelRequests struct {
-	Lookups, Getattrs, Opens, Reads int64
+	Lookups, Getattrs, Opens, Reads, Writes int64
 }
 
-type kernelCounters struct{ lookups, getattrs, opens, reads atomic.Int64 }
+type kernelCounters struct{ lookups, getattrs, opens, reads, writes atomic.Int64 }
 
 // KernelRequests returns the counters now.
 func (f *FS) KernelRequests() KernelRequests {
 	c := &f.asked
-	return KernelRequests{Lookups: c.lookups.Load(), Getattrs: c.getattrs.Load(), Opens: c.opens.Load(), Reads: c.reads.Load()}
+	return KernelRequests{Lookups: c.lookups.Load(), Getattrs: c.getattrs.Load(), Opens: c.opens.Load(), Reads: c.reads.Load(), Writes: c.writes.Load()}
 }

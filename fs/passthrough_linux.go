@@ -3,6 +3,7 @@ package fs
 import (
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -32,6 +33,7 @@ func (f *FS) probePassthrough(srv *fuse.Server) {
 		return
 	}
 	srv.UnregisterBackingFd(id)
+	f.pt.fineTimes.Store(fineTimes(tmp))
 	f.pt.on.Store(true)
 	f.log.Info("fs: FUSE passthrough on: reads of cached files go straight to the cache's files")
 }
@@ -40,4 +42,34 @@ func (f *FS) probePassthrough(srv *fuse.Server) {
 // of the descriptor's link, followed).
 func linkFile(f *os.File, path string) error {
 	return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
+}
+
+// fineTimes reports whether f's file system stamps a write made after a
+// stat with another time than the stat saw (multigrain timestamps), so that
+// a writer in passthrough is seen to have written from the file's stat
+// alone (notePassthroughWrites). 200 tries, each a write, a stat, a write
+// and a stat.
+func fineTimes(f *os.File) bool {
+	for range 200 {
+		if _, err := f.WriteAt([]byte{'a'}, 0); err != nil {
+			return false
+		}
+		a, ok := stampOf(f)
+		if _, err := f.WriteAt([]byte{'b'}, 0); err != nil || !ok {
+			return false
+		}
+		if b, ok := stampOf(f); !ok || a == b {
+			return false
+		}
+	}
+	return true
+}
+
+// stampOf is f's size and times (fileStamp).
+func stampOf(f *os.File) (fileStamp, bool) {
+	var st syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &st) != nil {
+		return fileStamp{}, false
+	}
+	return fileStamp{st.Size, st.Mtim}, true
 }

@@ -241,7 +241,7 @@ func (t *Tree) Stats() *Stats {
 	}
 	if t.mount != nil {
 		k := t.mount.KernelRequests()
-		s.Kernel.Lookups, s.Kernel.Getattrs, s.Kernel.Opens, s.Kernel.Reads = k.Lookups, k.Getattrs, k.Opens, k.Reads
+		s.Kernel.Lookups, s.Kernel.Getattrs, s.Kernel.Opens, s.Kernel.Reads, s.Kernel.Writes = k.Lookups, k.Getattrs, k.Opens, k.Reads, k.Writes
 		s.Passthrough.Mode, s.Passthrough.Opens = t.mount.PassthroughMode()
 	}
 	if t.store.Bundler != nil {

@@ -45,7 +45,7 @@ var metricDefs = map[string]struct {
 	"orgfs_read_ahead_requests_total": {"ranged GETs started by read-ahead", nil},
 	"orgfs_fetched_bytes_total":       {"bytes fetched into the cache", nil},
 	"orgfs_uncached_read_bytes_total": {"bytes read past a cache that could not hold them", nil},
-	"orgfs_kernel_requests_total":     {"what the kernel asked the daemon for files (lookup, getattr, open, read); what it answered itself is not counted", []string{"op"}},
+	"orgfs_kernel_requests_total":     {"what the kernel asked the daemon for files (lookup, getattr, open, read, write); what it answered itself is not counted", []string{"op"}},
 	"orgfs_passthrough_opens_total":   {"opens served in FUSE passthrough: their reads and writes go to the local file without the daemon", nil},
 	"orgfs_bundle_jobs_total":         {"bundle (ZIP) jobs started for folders of small files", nil},
 	"orgfs_bundle_jobs_failed_total":  {"bundle jobs that failed", nil},
@@ -106,6 +106,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("orgfs_kernel_requests_total", float64(s.Kernel.Getattrs), "getattr")
 	counter("orgfs_kernel_requests_total", float64(s.Kernel.Opens), "open")
 	counter("orgfs_kernel_requests_total", float64(s.Kernel.Reads), "read")
+	counter("orgfs_kernel_requests_total", float64(s.Kernel.Writes), "write")
 	counter("orgfs_passthrough_opens_total", float64(s.Passthrough.Opens))
 	counter("orgfs_bundle_jobs_total", float64(s.Bundles.Jobs))
 	counter("orgfs_bundle_jobs_failed_total", float64(s.Bundles.Failed))

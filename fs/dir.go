@@ -451,7 +451,7 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	fn := ch.Operations().(*fileNode)
 	fn.fillAttr(&out.Attr)
 	n.fsys.keepEntry(out, time.Now()) // this mount's own file (kernel.go)
-	h, errno := fn.stagedWriter(req, st, true)
+	h, errno := fn.stagedWriter(req, st)
 	return ch, h, 0, errno
 }
 

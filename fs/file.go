@@ -241,7 +241,7 @@ func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHand
 		// A file of the service: staged at the first read or write (get),
 		// after the kernel's truncate of an O_TRUNC open. (A file open in
 		// passthrough is staged now: its writes will not come here.)
-		pt, errno := n.beginOpen(ctx, nil, false, true)
+		pt, errno := n.beginOpen(ctx, nil, false)
 		if errno != 0 {
 			return nil, 0, errno
 		}
@@ -265,7 +265,7 @@ func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHand
 	n.mu.Lock()
 	n.kernelCache = cache.Meta{}
 	n.mu.Unlock()
-	h, errno := n.stagedWriter(ctx, st, true)
+	h, errno := n.stagedWriter(ctx, st)
 	return h, 0, errno
 }
 
@@ -277,7 +277,7 @@ func (n *fileNode) openPendingReader(ctx context.Context) (*stagedHandle, syscal
 	if st == nil {
 		return nil, 0
 	}
-	pt, errno := n.beginOpen(ctx, st.File(), true, false)
+	pt, errno := n.beginOpen(ctx, st.File(), true)
 	if errno != 0 {
 		st.CloseReader()
 		return nil, errno
@@ -371,7 +371,7 @@ func (n *fileNode) openVersion(ctx context.Context, f api.File, replaced bool) (
 	if m.Size > 0 && n.fsys.store.Content.Complete(m) {
 		content = r.File()
 	}
-	pt, errno := n.beginOpen(ctx, content, !replaced, false)
+	pt, errno := n.beginOpen(ctx, content, !replaced)
 	if errno != 0 {
 		r.Close()
 		return nil, 0, errno
@@ -426,11 +426,6 @@ func (n *fileNode) setAttr(c cache.Attr) {
 	if st := n.refreshStaged(); st != nil {
 		if c.MTime != nil {
 			st.SetModTime(*c.MTime)
-			if n.ptActive() {
-				// A writer in passthrough may have written before setting
-				// the time back (rsync, cp -p): its close could not tell.
-				st.Touch()
-			}
 		}
 		n.fsys.store.Attrs.SetPending(st.Target(), c)
 		return

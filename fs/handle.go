@@ -186,10 +186,9 @@ type stagedHandle struct {
 	writer bool // holds a writer: Write is allowed, Release closes a writer
 	// pt: open in passthrough (passthrough.go) on the staging copy, whose
 	// reads and writes never come here: a writer's close (or fsync) notes
-	// the changes it finds (notePassthroughWrites).
-	pt   bool
-	seen fileStamp // guarded by mu; the copy as a writer in passthrough last saw it
-	mu   sync.Mutex
+	// a change (notePassthroughWrites).
+	pt bool
+	mu sync.Mutex
 	// staged is the staging copy; nil until the first use of a handle opened
 	// for writing on a file of the service (get): guarded by mu.
 	staged *cache.Staged
@@ -304,22 +303,13 @@ func (h *stagedHandle) Flush(ctx context.Context) syscall.Errno {
 	return 0
 }
 
-// notePassthroughWrites notes the changes a writer in passthrough made to
-// the staging copy, which the daemon does not see: when the copy's size or
-// times moved since the handle last looked (a write after a look always
-// moves them: the kernel stamps a change after a stat finely; where it
-// cannot, passthrough.go counts every look as a change).
+// notePassthroughWrites notes that a writer in passthrough may have changed
+// the staging copy: its writes never came here, so every close, fsync and
+// release of it counts as a change (an upload more, never one less).
 func (h *stagedHandle) notePassthroughWrites() {
-	if !h.pt || !h.writer {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	now, ok := stampOf(h.staged.File())
-	if !ok || now != h.seen || !h.node.fsys.pt.fineTimes.Load() {
+	if h.pt && h.writer {
 		h.staged.Touch()
 	}
-	h.seen = now
 }
 
 // Fsync uploads the staging copy now and reports how that went.

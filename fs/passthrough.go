@@ -44,19 +44,13 @@ import (
 
 // passthrough is the mount's passthrough state.
 type passthrough struct {
-	on atomic.Bool // the kernel accepts backing files (probed at mount)
-	// fineTimes: the cache's file system stamps a change made after a stat
-	// with another time (multigrain timestamps, Linux 6.13+; probed at
-	// mount), so a writer's changes are seen from its file's stat
-	// (notePassthroughWrites); without, only files already changed by their
-	// writer open in passthrough, and every close counts as a change.
-	fineTimes atomic.Bool
-	why       atomic.Value // string: why it is off
-	opens     atomic.Int64 // opens served in passthrough
-	srv       backingServer
-	mu        sync.Mutex
-	chosen    map[<-chan struct{}]int32 // guarded by mu; backing id of each open in flight that chose passthrough, by its request
-	live      map[fileKey]int           // guarded by mu; the backing files in use, with the files using each
+	on     atomic.Bool  // the kernel accepts backing files (probed at mount)
+	why    atomic.Value // string: why it is off
+	opens  atomic.Int64 // opens served in passthrough
+	srv    backingServer
+	mu     sync.Mutex
+	chosen map[<-chan struct{}]int32 // guarded by mu; backing id of each open in flight that chose passthrough, by its request
+	live   map[fileKey]int           // guarded by mu; the backing files in use, with the files using each
 }
 
 // backingServer registers backing files with the kernel (the FUSE server).
@@ -65,14 +59,10 @@ type backingServer interface {
 	UnregisterBackingFd(id int32) syscall.Errno
 }
 
-// PassthroughMode is how a mount serves reads of cached content and writes
-// of new files: "on" (passthrough), "on for reads: " and why writes are not,
-// or "off: " and why.
+// PassthroughMode is how a mount serves reads of cached content: "on"
+// (passthrough), or "off: " and why.
 func (f *FS) PassthroughMode() (mode string, opens int64) {
 	if f.pt.on.Load() {
-		if !f.pt.fineTimes.Load() {
-			return "on for reads: the cache's file system stamps changes coarsely", f.pt.opens.Load()
-		}
 		return "on", f.pt.opens.Load()
 	}
 	why, _ := f.pt.why.Load().(string)
@@ -156,12 +146,11 @@ func (n *dirNode) childInPassthrough(name string) bool {
 // content, the local file this open reads (nil: none), or the daemon. While
 // the file has passthrough opens, the open must read the backing file:
 // ESTALE when content is another file. Else passthrough starts when start
-// allows it and the file has no other opens (a writer's: where the cache's
-// file system stamps changes finely, passthrough.fineTimes). The caller's
+// allows it (a reader) and the file has no other opens. The caller's
 // handle counts its release with endOpen, and so does the caller when its
 // open fails after this.
-func (n *fileNode) beginOpen(ctx context.Context, content *os.File, start, writer bool) (pt bool, errno syscall.Errno) {
-	pt, errno = n.chooseOpen(ctx, content, start, writer)
+func (n *fileNode) beginOpen(ctx context.Context, content *os.File, start bool) (pt bool, errno syscall.Errno) {
+	pt, errno = n.chooseOpen(ctx, content, start)
 	if errno != 0 {
 		n.fsys.log.WithField("path", n.Path(nil)).
 			Warn("fs: the file is open in passthrough on content it no longer has; open it again (ESTALE)")
@@ -169,7 +158,7 @@ func (n *fileNode) beginOpen(ctx context.Context, content *os.File, start, write
 	return pt, errno
 }
 
-func (n *fileNode) chooseOpen(ctx context.Context, content *os.File, start, writer bool) (pt bool, errno syscall.Errno) {
+func (n *fileNode) chooseOpen(ctx context.Context, content *os.File, start bool) (pt bool, errno syscall.Errno) {
 	req, inRequest := request(ctx)
 	n.ptMu.Lock()
 	defer n.ptMu.Unlock()
@@ -179,7 +168,7 @@ func (n *fileNode) chooseOpen(ctx context.Context, content *os.File, start, writ
 		if content == nil || !inRequest || !sameFile(content, n.pt.file) {
 			return false, syscall.ESTALE
 		}
-	case content != nil && start && n.pt.other == 0 && inRequest && p.on.Load() && (!writer || p.fineTimes.Load()):
+	case content != nil && start && n.pt.other == 0 && inRequest && p.on.Load():
 		fd, err := syscall.Dup(int(content.Fd()))
 		if err != nil {
 			n.pt.other++
@@ -249,25 +238,17 @@ func (f *FS) ptOff(why string) {
 }
 
 // stagedWriter opens st, the file's staging copy held for writing, for a
-// writer (in passthrough when the file is; start: or when nothing else
-// has it open). On failure the writer is closed.
-func (n *fileNode) stagedWriter(ctx context.Context, st *cache.Staged, start bool) (gofs.FileHandle, syscall.Errno) {
-	pt, errno := n.beginOpen(ctx, st.File(), start, true)
+// writer: in passthrough when the file is open so (st is then the kernel's
+// file). A writer never starts passthrough: a mapping of a file open so
+// holds the local file, not the mount's, so its writes after the close
+// would reach the daemon never. On failure the writer is closed.
+func (n *fileNode) stagedWriter(ctx context.Context, st *cache.Staged) (gofs.FileHandle, syscall.Errno) {
+	pt, errno := n.beginOpen(ctx, st.File(), false)
 	if errno != 0 {
 		st.CloseWriter()
 		return nil, errno
 	}
-	h := &stagedHandle{node: n, staged: st, writer: true, pt: pt}
-	h.seen, _ = stampOf(st.File())
-	return h, 0
-}
-
-// fileStamp is what a write moves of a local file: its size and
-// modification time (not its change time, which the staging's own links and
-// renames move too).
-type fileStamp struct {
-	size  int64
-	mtime syscall.Timespec
+	return &stagedHandle{node: n, staged: st, writer: true, pt: pt}, 0
 }
 
 // liveFile is the store's hook (cache.Store.SetLive): when f is the

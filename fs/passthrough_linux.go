@@ -33,7 +33,13 @@ func (f *FS) probePassthrough(srv *fuse.Server) {
 		return
 	}
 	srv.UnregisterBackingFd(id)
-	f.pt.fineTimes.Store(fineTimes(tmp))
+	if st := f.store.Staging; st != nil && !sameDevice(st.Dir(), f.store.Content.Dir()) {
+		// A writer of a file open in passthrough takes its cache file as its
+		// staging copy: a link, within one file system only.
+		f.pt.why.Store("the staging folder is on another file system than the cache")
+		f.log.Info("fs: FUSE passthrough off: the staging folder is on another file system than the cache")
+		return
+	}
 	f.pt.on.Store(true)
 	f.log.Info("fs: FUSE passthrough on: reads of cached files go straight to the cache's files")
 }
@@ -44,32 +50,8 @@ func linkFile(f *os.File, path string) error {
 	return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
 }
 
-// fineTimes reports whether f's file system stamps a write made after a
-// stat with another time than the stat saw (multigrain timestamps), so that
-// a writer in passthrough is seen to have written from the file's stat
-// alone (notePassthroughWrites). 200 tries, each a write, a stat, a write
-// and a stat.
-func fineTimes(f *os.File) bool {
-	for range 200 {
-		if _, err := f.WriteAt([]byte{'a'}, 0); err != nil {
-			return false
-		}
-		a, ok := stampOf(f)
-		if _, err := f.WriteAt([]byte{'b'}, 0); err != nil || !ok {
-			return false
-		}
-		if b, ok := stampOf(f); !ok || a == b {
-			return false
-		}
-	}
-	return true
-}
-
-// stampOf is f's size and times (fileStamp).
-func stampOf(f *os.File) (fileStamp, bool) {
-	var st syscall.Stat_t
-	if syscall.Fstat(int(f.Fd()), &st) != nil {
-		return fileStamp{}, false
-	}
-	return fileStamp{st.Size, st.Mtim}, true
+// sameDevice reports whether two folders are on one file system.
+func sameDevice(a, b string) bool {
+	var sa, sb syscall.Stat_t
+	return syscall.Stat(a, &sa) == nil && syscall.Stat(b, &sb) == nil && sa.Dev == sb.Dev
 }

@@ -70,10 +70,9 @@ type Stats struct {
 		Reads    int64 `json:"reads"`
 		Writes   int64 `json:"writes"`
 	} `json:"kernel"`
-	// Passthrough is how reads of cached files and writes of new ones are
-	// served: "on" (FUSE passthrough: the kernel reads and writes the local
-	// files, and asks the daemon nothing), "on for reads: " and why, or
-	// "off: " and why; opens counts the opens served so.
+	// Passthrough is how reads of cached files are served: "on" (FUSE
+	// passthrough: the kernel reads the cache's files, and a read asks the
+	// daemon nothing) or "off: " and why; opens counts the opens served so.
 	Passthrough struct {
 		Mode  string `json:"mode"`
 		Opens int64  `json:"opens"`

@@ -286,6 +286,12 @@ func (h *stagedHandle) Release(ctx context.Context) syscall.Errno {
 	case st == nil: // opened for writing, never written: nothing staged
 	case h.writer:
 		h.notePassthroughWrites()
+		if h.pt {
+			p := &h.node.fsys.pt
+			p.mu.Lock()
+			delete(p.writers, h)
+			p.mu.Unlock()
+		}
 		st.CloseWriter()
 	default:
 		st.CloseReader()

@@ -35,6 +35,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -51,6 +52,25 @@ type passthrough struct {
 	mu     sync.Mutex
 	chosen map[<-chan struct{}]int32 // guarded by mu; backing id of each open in flight that chose passthrough, by its request
 	live   map[fileKey]int           // guarded by mu; the backing files in use, with the files using each
+	// writers: the handles open for writing in passthrough, whose writes
+	// the daemon does not see (NotePassthroughWriters). Guarded by mu.
+	writers map[*stagedHandle]struct{}
+}
+
+// NotePassthroughWriters notes a change of every file open for writing in
+// passthrough, whose writes never reach the daemon: orgfs sync and the
+// unmount's drain then send what they wrote so far, as they send the open
+// files the daemon writes.
+func (f *FS) NotePassthroughWriters() {
+	f.pt.mu.Lock()
+	hs := make([]*stagedHandle, 0, len(f.pt.writers))
+	for h := range f.pt.writers {
+		hs = append(hs, h)
+	}
+	f.pt.mu.Unlock()
+	for _, h := range hs {
+		h.staged.Touch()
+	}
 }
 
 // backingServer registers backing files with the kernel (the FUSE server).
@@ -163,6 +183,15 @@ func (n *fileNode) chooseOpen(ctx context.Context, content *os.File, start bool)
 	n.ptMu.Lock()
 	defer n.ptMu.Unlock()
 	p := &n.fsys.pt
+	// The kernel sends a release after close(2) returns: `cat f; cat f`
+	// opens again while the first release is on its way. A reader that
+	// could start passthrough waits for it a little (2 ms at most), or the
+	// open it releases would keep every next one from passthrough.
+	for i := 0; i < 20 && content != nil && start && n.pt.opens == 0 && n.pt.other > 0 && p.on.Load(); i++ {
+		n.ptMu.Unlock()
+		time.Sleep(100 * time.Microsecond)
+		n.ptMu.Lock()
+	}
 	switch {
 	case n.pt.opens > 0:
 		if content == nil || !inRequest || !sameFile(content, n.pt.file) {
@@ -248,7 +277,14 @@ func (n *fileNode) stagedWriter(ctx context.Context, st *cache.Staged) (gofs.Fil
 		st.CloseWriter()
 		return nil, errno
 	}
-	return &stagedHandle{node: n, staged: st, writer: true, pt: pt}, 0
+	h := &stagedHandle{node: n, staged: st, writer: true, pt: pt}
+	if pt {
+		p := &n.fsys.pt
+		p.mu.Lock()
+		p.writers[h] = struct{}{}
+		p.mu.Unlock()
+	}
+	return h, 0
 }
 
 // liveFile is the store's hook (cache.Store.SetLive): when f is the

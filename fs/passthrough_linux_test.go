@@ -109,9 +109,25 @@ func TestPassthroughFileChangedWhileOpen(t *testing.T) {
 	if ents := e.Store.Staging.Entries(); len(ents) != 1 || ents[0].State != "open" {
 		t.Errorf("staged after the close: %+v, want the file changed, open", ents)
 	}
+	// orgfs sync (and the unmount's drain) sends what an open writer wrote
+	// so far, though none of it came through the daemon: also after a sync
+	// (here) left the file uploaded.
+	if _, err := e.Store.Staging.FlushAll(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := syscall.Write(fd, []byte("four\n")); err != nil {
+		t.Fatal(err)
+	}
+	e.fsys.NotePassthroughWriters()
+	if _, err := e.Store.Staging.FlushAll(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(e.serviceBytes("log.txt")); got != "one\ntwo\nthree\nfour\n" {
+		t.Errorf("after orgfs sync with the writer open, the service holds %q", got)
+	}
 	syscall.Close(fd)
 	e.settle()
-	if got := string(e.serviceBytes("log.txt")); got != "one\ntwo\nthree\n" {
+	if got := string(e.serviceBytes("log.txt")); got != "one\ntwo\nthree\nfour\n" {
 		t.Errorf("after close the service holds %q", got)
 	}
 	// A truncate by name, then a replacement (O_TRUNC), the reader still open.

@@ -87,6 +87,9 @@ func (t *Tree) syncAction() *action {
 			if t.store.Staging == nil {
 				return map[string]int{"files": 0}, nil
 			}
+			if t.mount != nil {
+				t.mount.NotePassthroughWriters() // their writes so far, unseen by the daemon
+			}
 			n, err := t.store.Staging.FlushAll(ctx, paths)
 			if err != nil {
 				return nil, refuse(syscall.EIO, "not on the service: %v", err)

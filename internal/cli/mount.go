@@ -283,6 +283,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if st.Staging == nil {
 		return nil
 	}
+	fsys.NotePassthroughWriters() // files still open for writing in passthrough, as they are
 	return drainUploads(st.Staging, o, log)
 }
 

@@ -107,7 +107,7 @@ func printSummary(w io.Writer, mnt string, st status) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  bundles   %d jobs, %d files\n", s.Bundles.Jobs, s.Bundles.Files)
 	if s.Passthrough.Mode != "" {
-		fmt.Fprintf(w, "  kernel    passthrough %s; %d opens read without the daemon\n", s.Passthrough.Mode, s.Passthrough.Opens)
+		fmt.Fprintf(w, "  kernel    passthrough %s; opens read without the daemon: %d\n", s.Passthrough.Mode, s.Passthrough.Opens)
 	}
 	fmt.Fprintf(w, "  uploads   %d pending, %d in flight, %d failed; %d sent since the mount (%s)\n",
 		s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed, s.Uploads.Uploaded, units.FormatSize(s.Uploads.Bytes))

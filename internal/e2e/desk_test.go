@@ -54,6 +54,11 @@ func TestSyncStatusUnmount(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "2 pending") || !strings.Contains(out, "shared/a.bin") || !strings.Contains(out, "%") {
 		t.Fatalf("status: %d %s", code, out)
 	}
+	// It says how reads of cached files run: in FUSE passthrough here (root,
+	// Linux 6.9+, as in CI), or off and why.
+	if want := "kernel    passthrough on; "; !strings.Contains(out, want) && (os.Getenv("CI") != "" || !strings.Contains(out, "kernel    passthrough off: ")) {
+		t.Errorf("status does not say the passthrough mode: %s", out)
+	}
 	code, out = orgfsCmd(t, "status", "--json", dir)
 	var st struct {
 		Uploads []ctl.Upload `json:"uploads"`

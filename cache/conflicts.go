@@ -108,7 +108,8 @@ func (s *Staging) currentAt(ctx context.Context, t Target) (api.File, bool, erro
 
 // knownLocked reports whether service file id is a version this mount wrote
 // or is replacing: one it uploaded, or one a staged file overwrites or
-// deletes after its upload (a rename away, an editor's backup).
+// deletes after its upload (a rename away, an editor's backup), or deleted
+// so lately.
 func (s *Staging) knownLocked(id int64) bool {
 	if s.mine.Contains(id) {
 		return true

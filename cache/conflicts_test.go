@@ -203,3 +203,23 @@ func TestStagingOwnContentIsNoConflict(t *testing.T) {
 		t.Fatalf("%d conflicts for another writer's bytes of the same size, want 1", n)
 	}
 }
+
+// A version this mount deleted as replaced (a rename's old name, once the
+// new one is up) stays known: an upload that looked the name up just before
+// the deletion, while the renamed file still listed it, is no conflict (the
+// model test met one: a new file at a renamed file's old name went up as a
+// conflict copy, and the name was then left empty).
+func TestStagingDeletedAsReplacedStaysKnown(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	old := e.serviceFile(stagingShared("f1"), []byte("v1"))
+	if got := s.deleteReplaced("shared/f1", []int64{old}); len(got) != 1 {
+		t.Fatalf("deleted %v", got)
+	}
+	s.mu.Lock()
+	known := s.knownLocked(old)
+	s.mu.Unlock()
+	if !known {
+		t.Error("a version deleted as replaced is not known")
+	}
+}

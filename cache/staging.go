@@ -147,7 +147,7 @@ type Staging struct {
 	uploaded int64                // guarded by mu
 	bytesUp  int64                // guarded by mu
 	// Many writers (conflicts.go).
-	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded lately; safe for concurrent use
+	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded, or deleted as replaced, lately; safe for concurrent use
 	sent       stamp                       // when an upload last sent a byte (Store.Flush)
 	conflicts  []Conflict                  // guarded by mu; the latest
 	nConflicts int64                       // guarded by mu

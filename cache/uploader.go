@@ -375,6 +375,10 @@ func (s *Staging) handOver(f api.File, kept string, retired bool) {
 func (s *Staging) deleteReplaced(name string, ids []int64) []int64 {
 	var deleted []int64
 	for _, id := range ids {
+		// Known from now on (knownLocked): an upload that looked the name
+		// up before the deletion, while this staged file still listed it,
+		// must not take it for another writer's once the staged file is gone.
+		s.mine.Add(id, struct{}{})
 		if err := s.deleteFile(id); err != nil {
 			if s.ctx.Err() != nil {
 				continue // Close: deleted after the upload at the next start

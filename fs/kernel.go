@@ -93,10 +93,7 @@ func sameRecord(a, b api.File) bool {
 // service's record f (ID 0: the name is gone): the entry of a name gone or
 // holding another file or folder is invalidated; a file that kept its inode
 // (this mount's own upload) takes the new record, its attributes invalidated
-// when they changed. A pending file shows its staging copy: left alone; so
-// does a file whose record is newer than the listing (its own upload ended
-// while a listing begun before it was on its way: that listing's record is
-// the version before, and the file would go back in time).
+// when they changed. A pending file shows its staging copy: left alone.
 func (n *dirNode) tellKernel(name string, f api.File, listedAt time.Time) {
 	ch := n.GetChild(name)
 	if ch == nil {
@@ -112,7 +109,7 @@ func (n *dirNode) tellKernel(name string, f api.File, listedAt time.Time) {
 			return
 		}
 		op.mu.Lock()
-		same := sameRecord(op.file, f) || (!listedAt.IsZero() && listedAt.Before(op.listedAt)) // a record Put (zero time) is the newest
+		same := sameRecord(op.file, f)
 		op.mu.Unlock()
 		if !same {
 			op.update(n.dirKey(), f, listedAt)

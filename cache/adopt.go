@@ -86,6 +86,22 @@ func (c *Content) Dir() string { return c.dir }
 // forget it (Store.StageCopy). The staged file comes back with one writer
 // open (the caller's).
 func (s *Staging) Adopt(t Target, replaces int64, link func(path string) error) (*Staged, error) {
+	return s.stageNew(t, replaces, func(p string) (*os.File, error) {
+		if err := link(p); err != nil {
+			return nil, fmt.Errorf("taking the cache file: %w", err)
+		}
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			os.Remove(p)
+		}
+		return f, err
+	}, nil)
+}
+
+// stageNew is CreateFrom and Adopt: open makes the data file at the path
+// given (and leaves nothing there when it fails), fill (if any) writes the
+// content, and the file is synced before its record names it.
+func (s *Staging) stageNew(t Target, replaces int64, open func(path string) (*os.File, error), fill func(f *os.File) error) (*Staged, error) {
 	if err := checkTarget(t); err != nil {
 		return nil, err
 	}
@@ -98,10 +114,13 @@ func (s *Staging) Adopt(t Target, replaces int64, link func(path string) error) 
 	s.next++
 	s.mu.Unlock()
 	p := s.dataPath(seq)
-	if err := link(p); err != nil {
-		return nil, fmt.Errorf("staging: taking the cache file: %w", err)
+	f, err := open(p)
+	if err != nil {
+		return nil, fmt.Errorf("staging: %w", err)
 	}
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if fill != nil {
+		err = fill(f)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -111,9 +130,7 @@ func (s *Staging) Adopt(t Target, replaces int64, link func(path string) error) 
 		err = errors.New("staging: closed")
 	}
 	if err != nil {
-		if f != nil {
-			f.Close()
-		}
+		f.Close()
 		os.Remove(p)
 		return nil, err
 	}

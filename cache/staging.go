@@ -241,35 +241,9 @@ func (s *Staging) Create(t Target, replaces int64) (*Staged, error) {
 // nothing half-copied is ever uploaded. The staged file comes back with one
 // writer open (the caller's; CloseWriter ends it).
 func (s *Staging) CreateFrom(t Target, replaces int64, fill func(f *os.File) error) (*Staged, error) {
-	if err := checkTarget(t); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, errors.New("staging: closed")
-	}
-	seq := s.next
-	s.next++
-	s.mu.Unlock()
-	f, err := os.OpenFile(s.dataPath(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("staging: %w", err)
-	}
-	if err = fill(f); err == nil {
-		err = f.Sync()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err == nil && s.closed {
-		err = errors.New("staging: closed")
-	}
-	if err != nil {
-		f.Close()
-		os.Remove(s.dataPath(seq))
-		return nil, err
-	}
-	return s.publishLocked(seq, f, t, replaces, 1)
+	return s.stageNew(t, replaces, func(p string) (*os.File, error) {
+		return os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	}, fill)
 }
 
 // publishLocked makes a new staged file, whose data is in f, the one at t:

@@ -501,7 +501,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, errno
 	}
-	ctx, cancel := n.fsys.bound(ctx)
+	ctx, cancel := n.fsys.bound(change(ctx)) // runs to its end once asked (errno.go)
 	defer cancel()
 	if n.staged(name) != nil || n.fsys.local.special(n.dirKey(), name) != nil { // the staging first (load)
 		return nil, syscall.EEXIST
@@ -539,7 +539,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		}
 		return 0
 	}
-	ctx, cancel := n.fsys.bound(ctx)
+	ctx, cancel := n.fsys.bound(change(ctx)) // runs to its end once asked (errno.go)
 	defer cancel()
 	found, pendingLink := false, false
 	if st := n.staged(name); st != nil {
@@ -596,7 +596,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !n.fsys.writable(n.dirKey().Area) {
 		return syscall.EROFS
 	}
-	ctx, cancel := n.fsys.bound(ctx)
+	ctx, cancel := n.fsys.bound(change(ctx)) // runs to its end once asked (errno.go)
 	defer cancel()
 	f, ok, errno := n.existingErr(ctx, name)
 	if errno != 0 {
@@ -633,6 +633,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 // the old one deleted after that upload succeeded; a link moves as its link
 // file. A folder is renamed by rename_folder.go and rename_tree.go.
 func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	ctx = change(ctx) // runs to its end once asked (errno.go)
 	dst, ok := newParent.(*dirNode)
 	if !ok || !n.fsys.writable(n.dirKey().Area) || !n.fsys.writable(dst.dirKey().Area) {
 		return syscall.EROFS
@@ -657,8 +658,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	if st != nil {
 		defer st.CloseReader()
 	}
-	// Waits on the service under the I/O timeout, but for the copy of a
-	// file on the service (uploaded), bounded block by block.
+	// Under the I/O timeout; the copy of an uploaded file, block by block.
 	bctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	r.old, r.onService = n.existing(bctx, name)

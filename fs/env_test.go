@@ -60,7 +60,9 @@ func newEnvMounted(t *testing.T, o envOptions, mo MountOptions) *testEnv {
 // every request (API and object storage) before it is sent (answered false)
 // and again once its answer's header is in, before the client gets it
 // (answered true; the service has acted and its answer is fixed). A hook may
-// block, to hold a request at either point.
+// block, to hold a request at either point; a caller that gave up while its
+// answer was held gets its context's error, as the client does when it gives
+// up with the answer on its way.
 type hookTransport struct {
 	base http.RoundTripper
 	hook atomic.Pointer[func(r *http.Request, answered bool)]
@@ -73,6 +75,10 @@ func (h *hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := h.base.RoundTrip(r)
 	if f := h.hook.Load(); f != nil && err == nil {
 		(*f)(r, true)
+		if cerr := r.Context().Err(); cerr != nil {
+			resp.Body.Close()
+			return nil, cerr
+		}
 	}
 	return resp, err
 }

@@ -321,7 +321,10 @@ func (n *fileNode) perform(ctx context.Context, in []byte) syscall.Errno {
 	}
 	var record any
 	if err == nil {
-		record, err = r.run(ctx)
+		// Runs to its end once asked, as fs's changes do (fs/errno.go):
+		// canceled by a signal after the service acted, the write answered
+		// EINTR and a Go program wrote it again, a second action.
+		record, err = r.run(context.WithoutCancel(ctx))
 	}
 	res, errno := n.t.outcome(name, err)
 	if errno == 0 {

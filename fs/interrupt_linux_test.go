@@ -1,0 +1,99 @@
+package fs
+
+import (
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/orgfs/orgfs/internal/testkit"
+)
+
+// A change interrupted by a signal after the service made it still
+// succeeds, as on a disk: a mkdir, unlink, rmdir or folder rename the
+// kernel interrupts (a Go program's runtime sends its threads SIGURG at any
+// time) goes on to its end. Canceled halfway, the syscall answered EINTR,
+// Go retried it, and the retry met the change made by the first: mkdir gave
+// EEXIST, unlink and rmdir ENOENT (the model test met it under load).
+func TestChangeInterruptedAfterTheServiceMadeIt(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	d := e.mkdir(0, e.root(0), "d")
+	e.put(0, d, "f", testkit.RandBytes(100, 1))
+	e.mkdir(0, d, "empty")
+	e.mkdir(0, d, "old")
+	if _, err := os.ReadDir(e.Path("shared", "d")); err != nil {
+		t.Fatal(err)
+	}
+	p := func(name string) string { return e.Path("shared", "d", name) }
+	for _, c := range []struct {
+		op     string
+		method string // of the request held once the service answered it
+		call   func() error
+		gone   []string
+		there  []string
+	}{
+		{"mkdir", http.MethodPost, func() error { return unix.Mkdir(p("new"), 0o755) }, nil, []string{"new"}},
+		{"unlink", http.MethodDelete, func() error { return unix.Unlink(p("f")) }, []string{"f"}, nil},
+		{"rmdir", http.MethodDelete, func() error { return unix.Rmdir(p("empty")) }, []string{"empty"}, nil},
+		{"rename of a folder", http.MethodDelete, func() error { return unix.Rename(p("old"), p("renamed")) }, []string{"old"}, []string{"renamed"}},
+	} {
+		held, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		e.setHook(func(r *http.Request, answered bool) {
+			if answered && r.Method == c.method {
+				once.Do(func() {
+					close(held)
+					<-release
+				})
+			}
+		})
+		tid, done := make(chan int, 1), make(chan error, 1)
+		go func() {
+			runtime.LockOSThread() // its thread ends with it
+			tid <- unix.Gettid()
+			done <- c.call() // no retry on EINTR
+		}()
+		thread := <-tid
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			closeOnce(release)
+			t.Fatalf("%s: no %s request", c.op, c.method)
+		}
+		// The service has made the change; the thread waits in the kernel.
+		if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // the kernel sends the interrupt on
+		closeOnce(release)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s interrupted after the service made it: %v, want success", c.op, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s interrupted by a signal did not return", c.op)
+		}
+		e.setHook(nil)
+		for _, name := range c.gone {
+			if _, err := os.Lstat(p(name)); !os.IsNotExist(err) {
+				t.Errorf("after the %s: %s is still in the mount (%v)", c.op, name, err)
+			}
+			if _, ok := e.serviceFile("d/" + name); ok {
+				t.Errorf("after the %s: %s is still on the service", c.op, name)
+			}
+		}
+		for _, name := range c.there {
+			if _, err := os.Lstat(p(name)); err != nil {
+				t.Errorf("after the %s: %s: %v", c.op, name, err)
+			}
+			if _, ok := e.serviceFile("d/" + name); !ok {
+				t.Errorf("after the %s: %s is not on the service", c.op, name)
+			}
+		}
+	}
+}

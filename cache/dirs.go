@@ -108,6 +108,7 @@ type Dirs struct {
 	dirs    map[DirKey]*Listing // guarded by mu
 	seats   *seatList           // guarded by mu
 	gen     uint64              // guarded by mu; bumped by DropAll and edits, so a listing fetch begun before is not stored
+	edits   [64]uint64          // guarded by mu; edits of the folders of each slot (editSlot), so a listing fetched across one is fetched again
 	seatGen uint64              // guarded by mu; the same for the computer list (DropAll, DropSeats)
 	adds    int                 // guarded by mu; listings stored since the last pruning
 	hide    map[int64]bool      // guarded by mu; files the mount removed that the service may still list
@@ -235,27 +236,46 @@ func listKey(gen uint64, key DirKey) string {
 // dropped or edited since gen. A fetch that ended between the caller's look
 // at the cache and this one stored its listing: that one is the answer, and
 // fetched is false.
+//
+// A listing that the mount edited the folder across (its own upload,
+// delete or rename ended while the service's answer was on its way) may
+// show the folder from before that change: it is fetched again, twice at
+// most, so that what the mount shows never goes back to before its own
+// change (the edit is made once the service has the change).
 func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Listing, fetched bool, _ error) {
 	d.mu.Lock()
 	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
 		d.mu.Unlock()
 		return l, false, nil
 	}
-	d.mu.Unlock()
-	at := d.now()
-	files, current, err := d.fetch(ctx, key)
-	if err != nil {
-		return nil, false, err
+	slot := editSlot(key)
+	for try := 0; ; try++ {
+		edits := d.edits[slot]
+		d.mu.Unlock()
+		at := d.now()
+		files, current, err := d.fetch(ctx, key)
+		if err != nil {
+			return nil, false, err
+		}
+		d.stats.listings.Add(1)
+		d.mu.Lock()
+		if d.edits[slot] != edits && try < 2 {
+			gen = d.gen // the next fetch begins after the edits seen
+			continue
+		}
+		l := newListing(d.visibleLocked(files), current, at)
+		if d.gen == gen {
+			d.dirs[key] = l
+			d.pruneLocked()
+		}
+		d.mu.Unlock()
+		return l, true, nil
 	}
-	d.stats.listings.Add(1)
-	d.mu.Lock()
-	l := newListing(d.visibleLocked(files), current, at)
-	if d.gen == gen {
-		d.dirs[key] = l
-		d.pruneLocked()
-	}
-	d.mu.Unlock()
-	return l, true, nil
+}
+
+// editSlot is the slot of d.edits that counts the edits of folder key.
+func editSlot(key DirKey) int {
+	return int((uint64(key.ID)*31 + uint64(key.Area.MachineID)*7 + uint64(key.Area.Kind)) % 64)
 }
 
 // shared runs fetch once for every caller of key at a time, and waits for
@@ -502,6 +522,7 @@ func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.gen++
+	d.edits[editSlot(key)]++
 	l, ok := d.dirs[key]
 	if !ok {
 		return

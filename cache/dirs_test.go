@@ -140,6 +140,50 @@ func TestDirsDropAllIsNotUndoneByAFetchInFlight(t *testing.T) {
 	}
 }
 
+// A listing the service made before the mount's own change, arriving after
+// it, is not the answer: the folder is listed again, and what the mount
+// shows never goes back to before its own change (a file whose upload just
+// ended, listed at its old size).
+func TestDirsListingOlderThanAnEditIsFetchedAgain(t *testing.T) {
+	fake := newFake(t)
+	area := Area{Kind: Shared}
+	old := fake.put(area, 0, "f", []byte("old"))
+	d := NewDirs(fake, time.Minute, nil)
+	key := DirKey{Area: area}
+	release := fake.holdAnswer("SharedFiles")
+	got := make(chan *Listing, 1)
+	go func() {
+		l, err := d.List(context.Background(), key)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	testkit.WaitFor(t, 5*time.Second, "the listing to be made", func() bool {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		return fake.heldAnswers == 1
+	})
+	// The mount's upload of a new version ends: on the service, then in
+	// the cache.
+	newer := fake.put(area, 0, "f", []byte("newer"))
+	fake.mu.Lock()
+	delete(fake.files, old.ID)
+	fake.mu.Unlock()
+	d.Put(key, newer)
+	release()
+	l := <-got
+	if len(l.Files) != 1 || l.Files[0].ID != newer.ID || l.Files[0].Size != 5 {
+		t.Errorf("the listing after the upload shows %+v, want only the new version %d (5 bytes; the old was %d)", l.Files, newer.ID, old.ID)
+	}
+	if n := fake.count("SharedFiles"); n != 2 {
+		t.Errorf("%d listings, want 2 (the first arrived after the edit)", n)
+	}
+	if c, ok := d.Cached(key); !ok || len(c.Files) != 1 || c.Files[0].ID != newer.ID {
+		t.Errorf("the cache holds %+v, want the listing made after the edit", c)
+	}
+}
+
 func TestDirsErrorsAreNotCachedAndHiddenFilesStayHidden(t *testing.T) {
 	fake := newFake(t)
 	shared := Area{Kind: Shared}

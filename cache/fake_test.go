@@ -38,7 +38,11 @@ type fakeClient struct {
 	jobs   map[int64][]int64        // guarded by mu; bundle jobs: the files of each
 	errs   map[string][]error       // guarded by mu; by method: what its next calls return
 	gates  map[string]chan struct{} // guarded by mu; by method: its calls wait until it closes
-	calls  map[string]int           // guarded by mu; by method
+	// answerGates: by listing method, its calls read the files, then wait
+	// until it closes to answer. Guarded by mu.
+	answerGates map[string]chan struct{}
+	heldAnswers int            // guarded by mu; listings that read the files and wait at an answer gate
+	calls       map[string]int // guarded by mu; by method
 }
 
 // fakeFile is one file or folder of the fake service.
@@ -54,7 +58,7 @@ func newFake(t testing.TB) *fakeClient {
 	t.Helper()
 	c := &fakeClient{
 		nextID: 1000, files: map[int64]*fakeFile{}, jobs: map[int64][]int64{},
-		errs: map[string][]error{}, gates: map[string]chan struct{}{}, calls: map[string]int{},
+		errs: map[string][]error{}, gates: map[string]chan struct{}{}, answerGates: map[string]chan struct{}{}, calls: map[string]int{},
 	}
 	lister, err := api.New(api.Credentials{Endpoint: "http://fake.invalid", Key: "fake", Secret: "fake"},
 		api.Options{Transport: fakeTransport{c}, Logger: testkit.Log(t), MaxAttempts: 1})
@@ -122,6 +126,25 @@ func (c *fakeClient) hold(method string) (release func()) {
 		once.Do(func() {
 			c.mu.Lock()
 			delete(c.gates, method)
+			c.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// holdAnswer makes the listings of method read the files at once and wait
+// to answer (until their context ends) until release is called: a listing
+// that the service made before a change and that arrives after it.
+func (c *fakeClient) holdAnswer(method string) (release func()) {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.answerGates[method] = ch
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.answerGates, method)
 			c.mu.Unlock()
 			close(ch)
 		})
@@ -391,7 +414,18 @@ func (tr fakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	parent, _ := strconv.ParseInt(req.URL.Query().Get("parent_id"), 10, 64)
 	tr.c.mu.Lock()
 	files := tr.c.childrenLocked(area, parent)
+	gate := tr.c.answerGates[method]
+	if gate != nil {
+		tr.c.heldAnswers++
+	}
 	tr.c.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-req.Context().Done():
+			return answer(req, req.Context().Err(), nil)
+		}
+	}
 	return answer(req, nil, map[string]any{"files": files})
 }
 

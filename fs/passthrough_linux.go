@@ -16,7 +16,7 @@ import (
 func (f *FS) probePassthrough(srv *fuse.Server) {
 	f.pt.srv = srv
 	if f.opts.NoPassthrough {
-		f.pt.why.Store("not asked for (--passthrough)")
+		f.pt.why.Store("turned off (--passthrough=false)")
 		return
 	}
 	tmp, err := os.CreateTemp(f.store.Content.Dir(), "passthrough-probe-")

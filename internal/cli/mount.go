@@ -71,6 +71,7 @@ func defaultMountOptions() mountOptions {
 		DrainTimeout: 5 * time.Minute,
 		IOTimeout:    time.Minute,
 		Links:        true,
+		Passthrough:  true,
 		UID:          uint32(os.Geteuid()),
 		GID:          uint32(os.Getegid()),
 		Umask:        0o022,
@@ -119,7 +120,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.Var((*units.Duration)(&o.IOTimeout), "io-timeout", "the longest a file operation waits on the service: EIO when no answer (or, for a read, no byte of content) came for this long, while uploads and shared fetches retry in the background; also cuts a request or transfer that moves no byte for this long")
 	fs.BoolVar(&o.ReadOnly, "read-only", o.ReadOnly, "mount read-only")
 	fs.BoolVar(&o.Links, "links", o.Links, "symbolic links: ln -s makes NAME.rclonelink on the service holding the target, and such files show as links (rclone's --links); --links=false: ln -s answers ENOTSUP and those files show as they are")
-	fs.BoolVar(&o.Passthrough, "passthrough", o.Passthrough, "FUSE passthrough (Linux 6.9+, as root; off by default while the model test's rare failures with it are open): reads of files whose content is whole in the cache go from the cache's files to the program without the daemon, where the kernel allows it (orgfs status says)")
+	fs.BoolVar(&o.Passthrough, "passthrough", o.Passthrough, "FUSE passthrough, where the kernel allows it (Linux 6.9+, as root; orgfs status says): reads of files whose content is whole in the cache go from the cache's files to the program without the daemon; --passthrough=false: every read through the daemon")
 	fs.Uint32Var(&o.UID, "uid", o.UID, "owner of every file")
 	fs.Uint32Var(&o.GID, "gid", o.GID, "group of every file")
 	fs.Var((*octal)(&o.Umask), "umask", "permission bits taken from 0777 (folders) and 0666 (files), octal")

@@ -39,7 +39,7 @@ func TestSyncStatusUnmount(t *testing.T) {
 	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
 	client := testkit.Client(t, srv, emulator.OrgA, api.Options{})
 	dir := t.TempDir()
-	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--write-back", "1h", "--passthrough")
+	d := startDaemon(t, dir, "--credentials", creds, "--cache-dir", t.TempDir(), "--write-back", "1h") // passthrough on by default
 
 	data := testkit.RandBytes(3<<20, 7)
 	if err := os.WriteFile(filepath.Join(dir, "shared", "a.bin"), data, 0o644); err != nil {
@@ -54,8 +54,8 @@ func TestSyncStatusUnmount(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "2 pending") || !strings.Contains(out, "shared/a.bin") || !strings.Contains(out, "%") {
 		t.Fatalf("status: %d %s", code, out)
 	}
-	// It says how reads of cached files run: in FUSE passthrough here (asked
-	// for; root, Linux 6.9+, as in CI), or off and why.
+	// It says how reads of cached files run: in FUSE passthrough here (the
+	// default; root, Linux 6.9+, as in CI), or off and why.
 	if want := "kernel    passthrough on; "; !strings.Contains(out, want) && (os.Getenv("CI") != "" || !strings.Contains(out, "kernel    passthrough off: ")) {
 		t.Errorf("status does not say the passthrough mode: %s", out)
 	}

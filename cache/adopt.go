@@ -134,5 +134,5 @@ func (s *Staging) stageNew(t Target, replaces int64, open func(path string) (*os
 		os.Remove(p)
 		return nil, err
 	}
-	return s.publishLocked(seq, f, t, replaces, 1)
+	return s.publishLocked(seq, f, t, replaces, 1, "")
 }

@@ -217,6 +217,13 @@ func checkTarget(t Target) error {
 // the handle it opens. A file nobody opens is uploaded (empty) after the
 // write-back delay.
 func (s *Staging) Create(t Target, replaces int64) (*Staged, error) {
+	return s.CreateAt(t, replaces, "")
+}
+
+// CreateAt is Create with the file's path in the mount (SetPath) in its
+// first record: one record written, not two (a record costs a file created
+// and renamed, 0.2-0.3 ms on ext4, in the syscall's time).
+func (s *Staging) CreateAt(t Target, replaces int64, path string) (*Staged, error) {
 	if err := checkTarget(t); err != nil {
 		return nil, err
 	}
@@ -231,7 +238,7 @@ func (s *Staging) Create(t Target, replaces int64) (*Staged, error) {
 	if err != nil {
 		return nil, fmt.Errorf("staging: %w", err)
 	}
-	return s.publishLocked(seq, f, t, replaces, 0)
+	return s.publishLocked(seq, f, t, replaces, 0, path)
 }
 
 // CreateFrom is Create for a copy of existing content: fill writes it into
@@ -249,9 +256,9 @@ func (s *Staging) CreateFrom(t Target, replaces int64, fill func(f *os.File) err
 // publishLocked makes a new staged file, whose data is in f, the one at t:
 // its record is written, it replaces what was staged there, and it waits
 // for its writers (none, or the caller's one) to close. Called with mu held.
-func (s *Staging) publishLocked(seq int64, f *os.File, t Target, replaces int64, writers int) (*Staged, error) {
+func (s *Staging) publishLocked(seq int64, f *os.File, t Target, replaces int64, writers int, path string) (*Staged, error) {
 	st := s.newStaged(seq, f, t, replaces)
-	st.writers = writers
+	st.writers, st.path = writers, path
 	if other := s.byTarget[t]; other != nil {
 		if replaces == 0 {
 			st.replaces = other.replaces
@@ -328,6 +335,12 @@ func (s *Staging) Rename(st *Staged, to Target) error {
 // to (replaces, its id; 0: none): the upload overwrites it without first
 // meeting a 451.
 func (s *Staging) RenameReplacing(st *Staged, to Target, replaces int64) error {
+	return s.renameAt(st, to, replaces, "")
+}
+
+// renameAt is RenameReplacing that also sets the file's path in the mount
+// (SetPath; "": as it was), in the same record.
+func (s *Staging) renameAt(st *Staged, to Target, replaces int64, path string) error {
 	if err := checkTarget(to); err != nil {
 		return err
 	}
@@ -339,7 +352,14 @@ func (s *Staging) RenameReplacing(st *Staged, to Target, replaces int64) error {
 	if st.unstagedLocked() {
 		return fmt.Errorf("staging: %s: %w", st.target, os.ErrNotExist)
 	}
+	moved := path != "" && path != st.path
+	if moved {
+		st.path = path
+	}
 	if to == st.target {
+		if moved {
+			s.saveLocked(st, true)
+		}
 		return nil
 	}
 	if st.replaces != 0 && st.replaces != replaces && !slices.Contains(st.deleteAfter, st.replaces) {

@@ -274,12 +274,13 @@ func (s *Store) Supersede(parent DirKey, old api.File, st *Staged) {
 }
 
 // Move renames a pending file to to, replacing the service file replaces
-// there (0: none); a time set on it follows. What the old name's listing
+// there (0: none), and gives it path, its path in the mount (SetPath; one
+// record written for both); a time set on it follows. What the old name's listing
 // holds leaves it: an upload of the file that ended just before the move
 // put it there, and the staging deletes it once the new name is up.
-func (s *Store) Move(st *Staged, to Target, replaces int64) error {
+func (s *Store) Move(st *Staged, to Target, replaces int64, path string) error {
 	from, uploaded := st.Target(), st.Replaces()
-	if err := s.Staging.RenameReplacing(st, to, replaces); err != nil {
+	if err := s.Staging.renameAt(st, to, replaces, path); err != nil {
 		return err
 	}
 	s.Attrs.Move(from, to)

@@ -483,13 +483,12 @@ func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr)
 		replaces = f.ID
 		set = n.fsys.store.Attrs.Shown(f) // an existing file keeps its mode and owner
 	}
-	st, err := n.fsys.store.Staging.Create(t, replaces)
+	st, err := n.fsys.store.Staging.CreateAt(t, replaces, n.Path(nil)+"/"+name)
 	if err != nil {
 		return nil, Errno(n.fsys.log, "creating "+n.Path(nil)+"/"+name, err)
 	}
 	n.fsys.store.Attrs.ResetPending(t, set)
 	st.OpenWriter()
-	st.SetPath(n.Path(nil) + "/" + name)
 	return st, 0
 }
 

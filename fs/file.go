@@ -461,7 +461,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	// A file open in passthrough is staged whole even when truncating: the
 	// kernel's file becomes the staging copy (StageCopy), truncated after.
 	if truncate && !n.ptActive() {
-		if st, err = n.fsys.store.Staging.Create(n.target(), f.ID); err == nil {
+		if st, err = n.fsys.store.Staging.CreateAt(n.target(), f.ID, n.Path(nil)); err == nil {
 			st.OpenWriter()
 		}
 	} else {

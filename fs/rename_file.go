@@ -72,7 +72,7 @@ func (r *renaming) acquire() *cache.Staged {
 func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno {
 	fsys := r.src.fsys
 	replaces := r.dst.replacedBy(ctx, r.newName, r.link)
-	if err := fsys.store.Move(st, r.to(), replaces); err != nil {
+	if err := fsys.store.Move(st, r.to(), replaces, r.dst.Path(nil)+"/"+r.newName); err != nil {
 		return Errno(fsys.log, "renaming "+r.name, err)
 	}
 	r.dst.displace(ctx, r.newName, st)
@@ -83,7 +83,6 @@ func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno 
 		// entry, never shown for this one: it stays.
 		fsys.store.Supersede(r.src.dirKey(), r.old, st)
 	}
-	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	r.src.retargetChild(r.name, r.dst, r.newName, st)
 	return 0
 }

@@ -195,7 +195,7 @@ func (r *renaming) commitTree(p *treePlan, newKeys map[int64]cache.DirKey, paths
 		if st == nil {
 			st = f.pending
 			to := cache.Target{Area: nk.Area, ParentID: nk.ID, Name: st.Target().Name}
-			if err := fsys.store.Move(st, to, 0); err != nil {
+			if err := fsys.store.Move(st, to, 0, paths[f.parent.ID]+"/"+to.Name); err != nil {
 				fsys.log.WithError(err).WithField("name", st.Target().Name).Warn("fs: a pending file of a folder renamed stays at its old place")
 				continue
 			}

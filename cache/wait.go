@@ -50,6 +50,31 @@ func (s *Store) Bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeoutCause(ctx, s.ioTimeout, &TimeoutError{After: s.ioTimeout})
 }
 
+// settled runs do, a request that changes the service (a folder made, a
+// file deleted), under ctx's deadline but not its cancellation. The kernel
+// cancels a syscall's ctx when a signal interrupts it (a Go program's
+// runtime sends its threads SIGURG at any time); a request canceled once the
+// service had acted answered EINTR, the program (Go's os package) made the
+// syscall again and met its own change (mkdir EEXIST, unlink ENOENT), and
+// the cache was left showing the state before it. A syscall whose request
+// the daemon holds cannot end before the daemon answers anyway (the kernel
+// then waits even for a killed program), so this waits no longer than the
+// caller's I/O timeout allowed. A deadline that passes gives ctx's cause.
+func settled(ctx context.Context, do func(ctx context.Context) error) error {
+	sctx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(sctx, dl)
+		defer cancel()
+	}
+	err := do(sctx)
+	if err != nil && sctx.Err() != nil {
+		<-ctx.Done() // its deadline, passed too
+		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
+	}
+	return err
+}
+
 // Flush is Staging.Flush for a caller (fsync): it gives up with a
 // *TimeoutError once no upload of the mount sent a byte for the I/O timeout
 // since it began (an outage); the upload goes on and retries by itself. A

@@ -500,7 +500,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, errno
 	}
-	ctx, cancel := n.fsys.bound(change(ctx)) // runs to its end once asked (errno.go)
+	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	if n.staged(name) != nil || n.fsys.local.special(n.dirKey(), name) != nil { // the staging first (load)
 		return nil, syscall.EEXIST
@@ -538,7 +538,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		}
 		return 0
 	}
-	ctx, cancel := n.fsys.bound(change(ctx)) // runs to its end once asked (errno.go)
+	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	found, pendingLink := false, false
 	if st := n.staged(name); st != nil {
@@ -595,7 +595,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !n.fsys.writable(n.dirKey().Area) {
 		return syscall.EROFS
 	}
-	ctx, cancel := n.fsys.bound(change(ctx)) // runs to its end once asked (errno.go)
+	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	f, ok, errno := n.existingErr(ctx, name)
 	if errno != 0 {
@@ -632,7 +632,6 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 // the old one deleted after that upload succeeded; a link moves as its link
 // file. A folder is renamed by rename_folder.go and rename_tree.go.
 func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	ctx = change(ctx) // runs to its end once asked (errno.go)
 	dst, ok := newParent.(*dirNode)
 	if !ok || !n.fsys.writable(n.dirKey().Area) || !n.fsys.writable(dst.dirKey().Area) {
 		return syscall.EROFS

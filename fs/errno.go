@@ -27,17 +27,6 @@ import (
 // share, the client's retries, uploads). fsync waits while its upload
 // sends bytes, and gives up once none left for --io-timeout (Store.Flush).
 
-// change is the context of an operation that changes the service (mkdir,
-// unlink, rmdir, rename, symlink, mknod): the kernel's interrupt does not
-// cancel it. A signal a program handles (a Go program's runtime sends its
-// threads SIGURG at any time) has the kernel interrupt the syscall; canceled
-// once the service had made the change, the syscall answered EINTR, the
-// program (Go's os package) tried again and met its own change (EEXIST,
-// ENOENT), and the mount showed the state before it. As on a disk, the
-// change runs to its end (under the I/O timeout); a signal that kills the
-// program still ends its wait at once.
-func change(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
-
 // bound returns the operation's ctx bounded by the I/O timeout.
 func (f *FS) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	return f.store.Bound(ctx)

@@ -14,9 +14,9 @@ import (
 )
 
 // A change interrupted by a signal after the service made it still
-// succeeds, as on a disk: a mkdir, unlink, rmdir or folder rename the
-// kernel interrupts (a Go program's runtime sends its threads SIGURG at any
-// time) goes on to its end. Canceled halfway, the syscall answered EINTR,
+// succeeds, as on a disk: the service request of a mkdir, unlink, rmdir or
+// folder rename the kernel interrupts (a Go program's runtime sends its
+// threads SIGURG at any time) goes on to its end (cache.settled). Canceled halfway, the syscall answered EINTR,
 // Go retried it, and the retry met the change made by the first: mkdir gave
 // EEXIST, unlink and rmdir ENOENT (the model test met it under load).
 func TestChangeInterruptedAfterTheServiceMadeIt(t *testing.T) {

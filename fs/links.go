@@ -134,7 +134,6 @@ func linkMode(a *fuse.Attr) { a.Mode = syscall.S_IFLNK | 0o777 }
 // Symlink makes a link: a pending link file holding the target, staged
 // complete before anything sees it (Staging.CreateFrom).
 func (n *dirNode) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	ctx = change(ctx) // runs to its end once asked (errno.go)
 	if n.fsys.opts.NoLinks {
 		return nil, syscall.ENOTSUP
 	}

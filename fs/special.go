@@ -37,7 +37,6 @@ func (f *FS) caller(ctx context.Context) (uid, gid uint32) {
 // taken the umask from mode), owned by its maker; a regular file as Create
 // makes one, empty. EEXIST when the name shows anything.
 func (n *dirNode) Mknod(ctx context.Context, name string, mode uint32, rdev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	ctx = change(ctx) // runs to its end once asked (errno.go)
 	if !n.fsys.writable(n.dirKey().Area) {
 		return nil, syscall.EROFS
 	}

@@ -321,10 +321,14 @@ func (n *fileNode) perform(ctx context.Context, in []byte) syscall.Errno {
 	}
 	var record any
 	if err == nil {
-		// Runs to its end once asked, as fs's changes do (fs/errno.go):
-		// canceled by a signal after the service acted, the write answered
-		// EINTR and a Go program wrote it again, a second action.
-		record, err = r.run(context.WithoutCancel(ctx))
+		// An action that changes the service runs to its end once asked, as
+		// the mount's changes do (cache.settled): canceled by a signal after
+		// the service acted, the write answered EINTR and a Go program wrote
+		// it again, a second action. A wait (sync) stops at a signal.
+		if !a.waits {
+			ctx = context.WithoutCancel(ctx)
+		}
+		record, err = r.run(ctx)
 	}
 	res, errno := n.t.outcome(name, err)
 	if errno == 0 {

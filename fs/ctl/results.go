@@ -30,6 +30,10 @@ type action struct {
 	ends  bool   // success removes the file's folder (an image deleted): the kernel forgets it at once
 	// anything: any input, even an empty line, is the action (refresh)
 	anything bool
+	// waits: the action waits and changes nothing on the service (sync): a
+	// signal to the writer ends its wait. Any other runs to its end once
+	// its input is complete (perform).
+	waits bool
 }
 
 // step performs a parsed action. what describes it for the result and the

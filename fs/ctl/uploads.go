@@ -72,7 +72,7 @@ func (t *Tree) conflictsJSON(context.Context) ([]cache.Conflict, error) {
 // it returns once everything written under them before is on the service,
 // or with EIO and the failures in result (orgfs sync).
 func (t *Tree) syncAction() *action {
-	return &action{name: "sync", anything: true, parse: func(in string) (step, error) {
+	return &action{name: "sync", anything: true, waits: true, parse: func(in string) (step, error) {
 		var paths []string
 		for _, l := range strings.Split(in, "\n") {
 			if l = strings.Trim(strings.TrimSpace(l), "/"); l != "" {

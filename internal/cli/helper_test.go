@@ -18,6 +18,9 @@ func TestHelperArgs(t *testing.T) {
 	if got, _ := helperArgs([]string{"src", "/m", "-f", "-onolinks"}); !slices.Equal(got, []string{"--links=false", "/m"}) {
 		t.Errorf("-f -onolinks: %q", got)
 	}
+	if got, _ := helperArgs([]string{"src", "/m", "-f", "-o", "nopassthrough"}); !slices.Equal(got, []string{"--passthrough=false", "/m"}) {
+		t.Errorf("-o nopassthrough: %q", got)
+	}
 	for _, bad := range [][]string{
 		{"src", "/m", "-o", "colour=red"},
 		{"src", "/m", "-o", "credentials"},

@@ -97,3 +97,61 @@ func TestChangeInterruptedAfterTheServiceMadeIt(t *testing.T) {
 		}
 	}
 }
+
+// What only reads stays interruptible: a rename of an uploaded file copies
+// its content before anything changes, and a signal ends that copy with
+// EINTR, both names as they were (the kernel waits for the daemon's answer
+// even for a killed program: a copy run to its end would hold mv's Ctrl-C
+// for the whole download).
+func TestRenameCopyStaysInterruptible(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	d := e.mkdir(0, e.root(0), "d")
+	e.put(0, d, "big", testkit.RandBytes(1<<20, 2))
+	p := func(name string) string { return e.Path("shared", "d", name) }
+	if _, err := os.ReadDir(e.Path("shared", "d")); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.setHook(func(r *http.Request, answered bool) {
+		if !answered && r.Method == http.MethodGet && r.Header.Get("Range") != "" {
+			once.Do(func() { close(held) })
+			select { // a content request on a slow link, until canceled
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	})
+	t.Cleanup(func() { closeOnce(release) })
+	tid, done := make(chan int, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // its thread ends with it
+		tid <- unix.Gettid()
+		done <- unix.Rename(p("big"), p("moved")) // no retry on EINTR
+	}()
+	thread := <-tid
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rename fetched no content")
+	}
+	if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != unix.EINTR {
+			t.Errorf("rename interrupted while it copied: %v, want EINTR", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a rename interrupted while it copied waits for the copy")
+	}
+	closeOnce(release)
+	e.setHook(nil)
+	if _, err := os.Lstat(p("big")); err != nil {
+		t.Errorf("after the interrupted rename, big: %v", err)
+	}
+	if _, err := os.Lstat(p("moved")); !os.IsNotExist(err) {
+		t.Errorf("after the interrupted rename, moved is there (%v)", err)
+	}
+}

@@ -202,7 +202,7 @@ func (s *Store) Mkdir(ctx context.Context, parent DirKey, name string) (api.File
 		req.MachineID = parent.Area.MachineID
 	}
 	var d *api.CreatedDirectory
-	err := settled(ctx, func(ctx context.Context) (err error) {
+	err := s.settled(ctx, func(ctx context.Context) (err error) {
 		d, err = s.Client.CreateDirectory(ctx, req)
 		return err
 	})
@@ -220,7 +220,7 @@ func (s *Store) Mkdir(ctx context.Context, parent DirKey, name string) (api.File
 // gone counts as deleted) and forgets it: its listing entry, its cached
 // content, a folder's own listing.
 func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
-	if err := settled(ctx, func(ctx context.Context) error { return s.Client.DeleteFile(ctx, f.ID) }); err != nil && !api.IsNotFound(err) {
+	if err := s.settled(ctx, func(ctx context.Context) error { return s.Client.DeleteFile(ctx, f.ID) }); err != nil && !api.IsNotFound(err) {
 		return err
 	}
 	s.Dirs.Remove(parent, f.ID)

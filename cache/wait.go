@@ -59,8 +59,10 @@ func (s *Store) Bound(ctx context.Context) (context.Context, context.CancelFunc)
 // the cache was left showing the state before it. A syscall whose request
 // the daemon holds cannot end before the daemon answers anyway (the kernel
 // then waits even for a killed program), so this waits no longer than the
-// caller's I/O timeout allowed. A deadline that passes gives ctx's cause.
-func settled(ctx context.Context, do func(ctx context.Context) error) error {
+// caller's I/O timeout allowed. A deadline that passes gives a
+// *TimeoutError (EIO), also when a signal canceled ctx before: EINTR would
+// have the program make the change again.
+func (s *Store) settled(ctx context.Context, do func(ctx context.Context) error) error {
 	sctx := context.WithoutCancel(ctx)
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -69,8 +71,7 @@ func settled(ctx context.Context, do func(ctx context.Context) error) error {
 	}
 	err := do(sctx)
 	if err != nil && sctx.Err() != nil {
-		<-ctx.Done() // its deadline, passed too
-		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
+		return fmt.Errorf("%w: %w", &TimeoutError{After: s.ioTimeout}, err)
 	}
 	return err
 }

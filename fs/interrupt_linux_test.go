@@ -155,3 +155,49 @@ func TestRenameCopyStaysInterruptible(t *testing.T) {
 		t.Errorf("after the interrupted rename, moved is there (%v)", err)
 	}
 }
+
+// A change interrupted by a signal whose request then outlasts the I/O
+// timeout answers EIO, as an outage does: EINTR would have the program make
+// it again (go-fuse's canceled context carries no timeout as its cause).
+func TestChangeInterruptedThenTimedOutIsEIO(t *testing.T) {
+	const ioTimeout = 500 * time.Millisecond
+	e := newEnv(t, envOptions{IOTimeout: ioTimeout})
+	if _, err := os.ReadDir(e.Path("shared")); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.setHook(func(r *http.Request, answered bool) {
+		if !answered && r.Method == http.MethodPost {
+			once.Do(func() { close(held) })
+			select { // no answer: a black hole, until the request gives up
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	})
+	t.Cleanup(func() { closeOnce(release) })
+	tid, done := make(chan int, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // its thread ends with it
+		tid <- unix.Gettid()
+		done <- unix.Mkdir(e.Path("shared", "slow"), 0o755) // no retry on EINTR
+	}()
+	thread := <-tid
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the mkdir sent no request")
+	}
+	if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != unix.EIO {
+			t.Errorf("mkdir interrupted, then past the I/O timeout: %v, want EIO", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("mkdir interrupted, then past the I/O timeout, did not return")
+	}
+}

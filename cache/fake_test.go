@@ -116,35 +116,27 @@ func (c *fakeClient) failNext(method string, errs ...error) {
 
 // hold makes the calls of method wait (until their context ends) until
 // release is called.
-func (c *fakeClient) hold(method string) (release func()) {
-	ch := make(chan struct{})
-	c.mu.Lock()
-	c.gates[method] = ch
-	c.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			c.mu.Lock()
-			delete(c.gates, method)
-			c.mu.Unlock()
-			close(ch)
-		})
-	}
-}
+func (c *fakeClient) hold(method string) (release func()) { return c.gate(c.gates, method) }
 
 // holdAnswer makes the listings of method read the files at once and wait
 // to answer (until their context ends) until release is called: a listing
 // that the service made before a change and that arrives after it.
 func (c *fakeClient) holdAnswer(method string) (release func()) {
+	return c.gate(c.answerGates, method)
+}
+
+// gate puts a closed-on-release channel in gates (one of c's, guarded by
+// c.mu) for method.
+func (c *fakeClient) gate(gates map[string]chan struct{}, method string) (release func()) {
 	ch := make(chan struct{})
 	c.mu.Lock()
-	c.answerGates[method] = ch
+	gates[method] = ch
 	c.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
-			delete(c.answerGates, method)
+			delete(gates, method)
 			c.mu.Unlock()
 			close(ch)
 		})

@@ -3,7 +3,6 @@ package fs
 import (
 	"net/http"
 	"os"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -16,8 +15,8 @@ import (
 // A change interrupted by a signal after the service made it still
 // succeeds, as on a disk: the service request of a mkdir, unlink, rmdir or
 // folder rename the kernel interrupts (a Go program's runtime sends its
-// threads SIGURG at any time) goes on to its end (cache.settled). Canceled halfway, the syscall answered EINTR,
-// Go retried it, and the retry met the change made by the first: mkdir gave
+// threads SIGURG at any time) goes on to its end (cache.settled).
+// Canceled halfway, the syscall answered EINTR, Go retried it, and the retry met the change made by the first: mkdir gave
 // EEXIST, unlink and rmdir ENOENT (the model test met it under load).
 func TestChangeInterruptedAfterTheServiceMadeIt(t *testing.T) {
 	e := newEnv(t, envOptions{})
@@ -51,32 +50,14 @@ func TestChangeInterruptedAfterTheServiceMadeIt(t *testing.T) {
 				})
 			}
 		})
-		tid, done := make(chan int, 1), make(chan error, 1)
-		go func() {
-			runtime.LockOSThread() // its thread ends with it
-			tid <- unix.Gettid()
-			done <- c.call() // no retry on EINTR
-		}()
-		thread := <-tid
-		select {
-		case <-held:
-		case <-time.After(10 * time.Second):
-			closeOnce(release)
-			t.Fatalf("%s: no %s request", c.op, c.method)
-		}
-		// The service has made the change; the thread waits in the kernel.
-		if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
-			t.Fatal(err)
-		}
+		t.Cleanup(func() { closeOnce(release) })
+		// Signaled once the service has made the change; the thread waits
+		// in the kernel.
+		done := testkit.SignalDuring(t, held, c.op+": no "+c.method+" request", c.call)
 		time.Sleep(200 * time.Millisecond) // the kernel sends the interrupt on
 		closeOnce(release)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s interrupted after the service made it: %v, want success", c.op, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s interrupted by a signal did not return", c.op)
+		if err := testkit.ResultWithin(t, done, 10*time.Second, c.op+" interrupted by a signal did not return"); err != nil {
+			t.Errorf("%s interrupted after the service made it: %v, want success", c.op, err)
 		}
 		e.setHook(nil)
 		for _, name := range c.gone {
@@ -123,28 +104,9 @@ func TestRenameCopyStaysInterruptible(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { closeOnce(release) })
-	tid, done := make(chan int, 1), make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // its thread ends with it
-		tid <- unix.Gettid()
-		done <- unix.Rename(p("big"), p("moved")) // no retry on EINTR
-	}()
-	thread := <-tid
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the rename fetched no content")
-	}
-	if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != unix.EINTR {
-			t.Errorf("rename interrupted while it copied: %v, want EINTR", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a rename interrupted while it copied waits for the copy")
+	done := testkit.SignalDuring(t, held, "the rename fetched no content", func() error { return unix.Rename(p("big"), p("moved")) })
+	if err := testkit.ResultWithin(t, done, 5*time.Second, "a rename interrupted while it copied waits for the copy"); err != unix.EINTR {
+		t.Errorf("rename interrupted while it copied: %v, want EINTR", err)
 	}
 	closeOnce(release)
 	e.setHook(nil)
@@ -177,27 +139,8 @@ func TestChangeInterruptedThenTimedOutIsEIO(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { closeOnce(release) })
-	tid, done := make(chan int, 1), make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // its thread ends with it
-		tid <- unix.Gettid()
-		done <- unix.Mkdir(e.Path("shared", "slow"), 0o755) // no retry on EINTR
-	}()
-	thread := <-tid
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the mkdir sent no request")
-	}
-	if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != unix.EIO {
-			t.Errorf("mkdir interrupted, then past the I/O timeout: %v, want EIO", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("mkdir interrupted, then past the I/O timeout, did not return")
+	done := testkit.SignalDuring(t, held, "the mkdir sent no request", func() error { return unix.Mkdir(e.Path("shared", "slow"), 0o755) })
+	if err := testkit.ResultWithin(t, done, 10*time.Second, "mkdir interrupted, then past the I/O timeout, did not return"); err != unix.EIO {
+		t.Errorf("mkdir interrupted, then past the I/O timeout: %v, want EIO", err)
 	}
 }

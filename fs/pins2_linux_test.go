@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,30 +84,14 @@ func TestServiceErrorsAsErrnos(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { closeOnce(release) })
-	tid, done := make(chan int, 1), make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // its thread ends with it
-		tid <- unix.Gettid()
+	// Signaled once the daemon has the lookup: the thread waits in the
+	// kernel for its answer.
+	done := testkit.SignalDuring(t, held, "the lookup sent no listing", func() error {
 		var st unix.Stat_t
-		done <- unix.Stat(e.Path("shared", "held", "x"), &st)
-	}()
-	thread := <-tid
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the lookup sent no listing")
-	}
-	// The daemon has the lookup: the thread waits in the kernel for its answer.
-	if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, syscall.EINTR) {
-			t.Errorf("stat interrupted by a signal: %v, want EINTR", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("stat interrupted by a signal did not return")
+		return unix.Stat(e.Path("shared", "held", "x"), &st)
+	})
+	if err := testkit.ResultWithin(t, done, 10*time.Second, "stat interrupted by a signal did not return"); !errors.Is(err, syscall.EINTR) {
+		t.Errorf("stat interrupted by a signal: %v, want EINTR", err)
 	}
 	closeOnce(release)
 	if _, err := os.Stat(e.Path("shared", "held", "x")); !errors.Is(err, syscall.ENOENT) {

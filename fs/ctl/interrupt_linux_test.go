@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 // holdTransport holds the first answered request whose route has the
@@ -66,32 +67,16 @@ func TestCtlActionInterruptedAfterTheServiceActed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tid, done := make(chan int, 1), make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // its thread ends with it
-		tid <- unix.Gettid()
-		_, err := unix.Write(int(f.Fd()), []byte(body)) // no retry on EINTR
-		done <- err
-	}()
-	thread := <-tid
-	select {
-	case <-h.held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the write sent no install request")
-	}
-	// The service has acted; the thread waits in the kernel for the answer.
-	if err := unix.Tgkill(os.Getpid(), thread, unix.SIGURG); err != nil {
-		t.Fatal(err)
-	}
+	// Signaled once the service has acted: the thread waits in the kernel
+	// for the answer.
+	done := testkit.SignalDuring(t, h.held, "the write sent no install request", func() error {
+		_, err := unix.Write(int(f.Fd()), []byte(body))
+		return err
+	})
 	time.Sleep(200 * time.Millisecond) // the kernel sends the interrupt on
 	close(h.release)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("install interrupted after the service acted: %v, want success", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the write interrupted by a signal did not return")
+	if err := testkit.ResultWithin(t, done, 10*time.Second, "the write interrupted by a signal did not return"); err != nil {
+		t.Errorf("install interrupted after the service acted: %v, want success", err)
 	}
 	if r := e.result("images"); !r.OK {
 		t.Errorf("images/result: %+v, want done", r)

@@ -48,8 +48,9 @@ soak:
 
 # The benchmarks (scripts/bench-read, bench-write, bench-fio; as root or with
 # fusermount3, and fio and jq), then their tables and chart into README.md and
-# docs/bench.svg. Not part of make test; BENCH_SIZE and the other variables of
-# scripts/bench-lib.sh pass through.
+# docs/bench-Ncore.svg (N: this machine's cores; each machine measured keeps
+# its own part of README.md). Not part of make test; BENCH_SIZE and the other
+# variables of scripts/bench-lib.sh pass through.
 # With BENCH_BIN=DIR the scripts take the prebuilt binaries of DIR (orgfs,
 # benchtool, rangefetch, benchreport; `make bench-bin` makes them) and need no
 # Go: copy DIR and the checkout to a benchmark machine and run
@@ -61,7 +62,7 @@ bench:
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-read
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-write
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-fio
-	$(BENCH_REPORT) -results '$(BENCH_RESULTS)' -readme README.md -svg docs/bench.svg
+	$(BENCH_REPORT) -results '$(BENCH_RESULTS)' -readme README.md -svg 'docs/bench-%dcore.svg'
 
 # The benchmarks' binaries, for BENCH_BIN (static: they run on a machine
 # without Go or the same C library).

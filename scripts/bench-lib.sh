@@ -148,9 +148,10 @@ bt() { "$work/benchtool" -credentials "$creds" "$@"; }
 rss_mib() { awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$mount_pid/status"; }
 
 # Results, for make bench (scripts/benchreport): with BENCH_RESULTS set to a
-# dir, save_results NAME writes NAME.md (the table as printed) and NAME.tsv
+# dir, save_results NAME writes NAME.md (the table as printed), NAME.tsv
 # (one line per chart_row: label, ratio, target, "higher" or "lower" is
-# better) there. chart_row LABEL RATIO TARGET DIRECTION adds a line.
+# better) and machine.txt (cores, memory, kernel, date) there. chart_row
+# LABEL RATIO TARGET DIRECTION adds a line.
 chart_rows=""
 chart_row() { chart_rows+="$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"$'\n'; }
 save_results() {
@@ -160,6 +161,10 @@ save_results() {
 	mkdir -p "$BENCH_RESULTS"
 	printf '%s\n' "$table" >"$BENCH_RESULTS/$name.md"
 	printf '%s' "$chart_rows" >"$BENCH_RESULTS/$name.tsv"
+	# where and when, for benchreport (each machine has its part of the README)
+	printf 'cores=%s\nmem_gib=%s\nkernel=%s\ndate=%s\n' "$(nproc)" \
+		"$(awk '/^MemTotal:/ { print int(($2 + 1048575) / 1048576) }' /proc/meminfo)" \
+		"$(uname -r)" "$(date -u +%F)" >"$BENCH_RESULTS/machine.txt"
 }
 
 # avail_bytes: free bytes on the file system of the work dir.

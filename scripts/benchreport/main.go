@@ -1,16 +1,22 @@
 // Command benchreport puts the results of the benchmarks into README.md and
 // draws them as a chart: the last step of make bench.
 //
-//	go run ./scripts/benchreport -results DIR -readme README.md -svg docs/bench.svg
+//	go run ./scripts/benchreport -results DIR -readme README.md -svg 'docs/bench-%dcore.svg'
 //
 // DIR holds what save_results of scripts/bench-lib.sh wrote: NAME.md (a
 // benchmark's table as printed) and NAME.tsv (one line per chart row: label,
 // ratio, target, and "higher" or "lower" for which side of the target is
-// better), for the names read, write and fio (in that order, then any other).
-// The part of the README between the lines <!-- bench:start --> and
-// <!-- bench:end --> is replaced with when and where the figures were
-// measured, the chart, and each table; a README without those lines is an
-// error, never appended to. The chart has a bar per TSV line, its length the
+// better), for the names read, write and fio (in that order, then any other),
+// and machine.txt (cores=, mem_gib=, kernel=, date=: where and when they were
+// measured; without it, this machine and today).
+//
+// Each machine measured keeps its own part of the README, between the lines
+// <!-- bench:start N-core --> and <!-- bench:end N-core --> (N its cores), so
+// that a run on one machine leaves another's figures as they were. That part
+// is replaced with when and where the figures were measured, the chart, and
+// each table. A machine not measured before gets a new part after the last
+// one; a README with no such part at all is an error, never appended to. The
+// chart (-svg, %d there is the cores) has a bar per TSV line, its length the
 // ratio over the target (the target over the ratio when lower is better) so
 // that the target is at one marked line and longer is always better; green
 // when the target is met, red when not.
@@ -31,10 +37,12 @@ import (
 	"time"
 )
 
-// The README's markers, each a line of its own.
+// The README's markers, each a line of its own: a machine's are the prefix,
+// its key ("16-core") and the suffix.
 const (
-	startMarker = "<!-- bench:start -->"
-	endMarker   = "<!-- bench:end -->"
+	startPrefix  = "<!-- bench:start "
+	endPrefix    = "<!-- bench:end "
+	markerSuffix = " -->"
 )
 
 // The bars' colours.
@@ -48,14 +56,18 @@ var order = []string{"read", "write", "fio"}
 
 func main() {
 	results := flag.String("results", "", "dir of the NAME.md and NAME.tsv files of save_results (scripts/bench-lib.sh)")
-	readme := flag.String("readme", "README.md", "the README whose part between "+startMarker+" and "+endMarker+" is replaced")
-	svg := flag.String("svg", "docs/bench.svg", "where to write the chart (the README links it relative to itself)")
+	readme := flag.String("readme", "README.md", "the README whose part between "+startPrefix+"N-core"+markerSuffix+" and "+endPrefix+"N-core"+markerSuffix+" is replaced (N: the cores)")
+	svg := flag.String("svg", "docs/bench-%dcore.svg", "where to write the chart, %d the machine's cores (the README links it relative to itself)")
 	flag.Parse()
 	if *results == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport -results DIR [-readme README.md] [-svg docs/bench.svg]")
+		fmt.Fprintf(os.Stderr, "usage: benchreport -results DIR [-readme README.md] [-svg docs/bench-%%dcore.svg]\n")
 		os.Exit(2)
 	}
 	m := meta{Date: time.Now(), Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if err := m.read(filepath.Join(*results, "machine.txt")); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
 	if err := run(*results, *readme, *svg, m); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
@@ -66,8 +78,54 @@ func main() {
 type meta struct {
 	Date      time.Time
 	Cores     int
+	MemGiB    int    // 0: not known
+	Kernel    string // "": not known
 	GoVersion string
 	Platform  string
+}
+
+// key names the machine's part of the README.
+func (m meta) key() string { return fmt.Sprintf("%d-core", m.Cores) }
+
+// read takes what path (a machine.txt of save_results) says of the machine
+// over m's own; a missing file changes nothing.
+func (m *meta) read(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok {
+			if strings.TrimSpace(line) != "" {
+				return fmt.Errorf("%s:%d: %q: want key=value", path, i+1, line)
+			}
+			continue
+		}
+		switch k {
+		case "cores", "mem_gib":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("%s:%d: %s=%q: want a number above 0", path, i+1, k, v)
+			}
+			if k == "cores" {
+				m.Cores = n
+			} else {
+				m.MemGiB = n
+			}
+		case "kernel":
+			m.Kernel = v
+		case "date":
+			d, err := time.Parse(time.DateOnly, v)
+			if err != nil {
+				return fmt.Errorf("%s:%d: date=%q: want YYYY-MM-DD", path, i+1, v)
+			}
+			m.Date = d
+		}
+	}
+	return nil
 }
 
 // bench is one benchmark's results.
@@ -107,6 +165,9 @@ func (r row) Score() float64 {
 
 // run does the work of main.
 func run(resultsDir, readmePath, svgPath string, m meta) error {
+	if strings.Contains(svgPath, "%d") {
+		svgPath = fmt.Sprintf(svgPath, m.Cores)
+	}
 	benches, err := load(resultsDir)
 	if err != nil {
 		return err
@@ -119,7 +180,7 @@ func run(resultsDir, readmePath, svgPath string, m meta) error {
 	if err != nil {
 		link = svgPath
 	}
-	out, err := replaceBetween(string(readme), section(benches, m, filepath.ToSlash(link)))
+	out, err := replaceBetween(string(readme), m.key(), section(benches, m, filepath.ToSlash(link)))
 	if err != nil {
 		return fmt.Errorf("%s: %w", readmePath, err)
 	}
@@ -223,8 +284,16 @@ func parseTSV(data []byte) ([]row, error) {
 // section is what goes between the README's markers.
 func section(benches []bench, m meta, svgLink string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured on %s by `make bench`, on a %d-core %s machine, with %s.\n\n",
-		m.Date.Format("2006-01-02"), m.Cores, m.Platform, m.GoVersion)
+	fmt.Fprintf(&b, "### %d cores\n\n", m.Cores)
+	var more string
+	if m.MemGiB > 0 {
+		more += fmt.Sprintf(", %d GiB", m.MemGiB)
+	}
+	if m.Kernel != "" {
+		more += ", kernel " + m.Kernel
+	}
+	fmt.Fprintf(&b, "Measured on %s by `make bench`, on a %d-core %s machine%s, with %s.\n\n",
+		m.Date.Format("2006-01-02"), m.Cores, m.Platform, more, m.GoVersion)
 	fmt.Fprintf(&b, "![orgfs against its baselines](%s)\n", svgLink)
 	for _, be := range benches {
 		if be.Table == "" {
@@ -237,28 +306,43 @@ func section(benches []bench, m meta, svgLink string) string {
 	return b.String()
 }
 
-// replaceBetween replaces the lines between the markers (each a line of its
-// own, the start before the end, once each) with body.
-func replaceBetween(doc, body string) (string, error) {
+// replaceBetween replaces the lines between the markers of key (each a line
+// of its own, the start before the end, once each) with body. Where key has
+// no markers but other machines have, a new part for key goes after the last
+// of theirs.
+func replaceBetween(doc, key, body string) (string, error) {
+	startMarker, endMarker := startPrefix+key+markerSuffix, endPrefix+key+markerSuffix
 	lines := strings.SplitAfter(doc, "\n")
-	start, end := -1, -1
+	start, end, lastEnd := -1, -1, -1
 	for i, l := range lines {
-		switch strings.TrimSpace(l) {
-		case startMarker:
+		t := strings.TrimSpace(l)
+		switch {
+		case t == startMarker:
 			if start >= 0 {
 				return "", fmt.Errorf("%s is there twice (lines %d and %d)", startMarker, start+1, i+1)
 			}
 			start = i
-		case endMarker:
+		case t == endMarker:
 			if end >= 0 {
 				return "", fmt.Errorf("%s is there twice (lines %d and %d)", endMarker, end+1, i+1)
 			}
 			end = i
 		}
+		if len(t) > len(endPrefix+markerSuffix) && strings.HasPrefix(t, endPrefix) && strings.HasSuffix(t, markerSuffix) {
+			lastEnd = i // another machine's end (a key of one character at least)
+		}
 	}
 	switch {
+	case start < 0 && end < 0 && lastEnd >= 0:
+		// A machine not measured before: a part of its own after the others'.
+		if !strings.HasSuffix(lines[lastEnd], "\n") {
+			lines[lastEnd] += "\n"
+		}
+		part := []string{"\n", startMarker + "\n", endMarker + "\n"}
+		lines = slices.Insert(lines, lastEnd+1, part...)
+		start, end = lastEnd+2, lastEnd+3
 	case start < 0 || end < 0:
-		return "", fmt.Errorf("no lines %s and %s to put the results between: add them, each on a line of its own, where the tables go", startMarker, endMarker)
+		return "", fmt.Errorf("no lines %s and %s (nor those of another machine) to put the results between: add them, each on a line of its own, where the tables go", startMarker, endMarker)
 	case end < start:
 		return "", fmt.Errorf("%s (line %d) comes before %s (line %d)", endMarker, end+1, startMarker, start+1)
 	}

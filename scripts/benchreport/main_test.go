@@ -36,10 +36,10 @@ Intro.
 
 How to run them.
 
-<!-- bench:start -->
+<!-- bench:start 2-core -->
 old table
 | a | b |
-<!-- bench:end -->
+<!-- bench:end 2-core -->
 
 After the tables.
 `
@@ -72,7 +72,7 @@ func TestRun(t *testing.T) {
 		"README.md":         readme,
 	})
 	readmePath := filepath.Join(dir, "README.md")
-	svgPath := filepath.Join(dir, "docs", "bench.svg")
+	svgPath := filepath.Join(dir, "docs", "bench-%dcore.svg")
 	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta); err != nil {
 		t.Fatal(err)
 	}
@@ -89,13 +89,15 @@ Intro.
 
 How to run them.
 
-<!-- bench:start -->
+<!-- bench:start 2-core -->
+
+### 2 cores
 
 Measured on 2026-11-25 by ` + "`make bench`" + `, on a 2-core linux/amd64 machine, with go1.99.
 
-![orgfs against its baselines](docs/bench.svg)
+![orgfs against its baselines](docs/bench-2core.svg)
 ` + readMD + fioMD + `
-<!-- bench:end -->
+<!-- bench:end 2-core -->
 
 After the tables.
 `
@@ -111,7 +113,7 @@ After the tables.
 		t.Errorf("second run changed the README:\n%s", again)
 	}
 
-	svg, err := os.ReadFile(svgPath)
+	svg, err := os.ReadFile(filepath.Join(dir, "docs", "bench-2core.svg"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +218,7 @@ func TestNoMarkers(t *testing.T) {
 	readmePath := filepath.Join(dir, "README.md")
 	svgPath := filepath.Join(dir, "bench.svg")
 	err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta)
-	if err == nil || !strings.Contains(err.Error(), startMarker) {
+	if err == nil || !strings.Contains(err.Error(), "<!-- bench:start 2-core -->") {
 		t.Fatalf("error %v, want one naming the markers", err)
 	}
 	if got, _ := os.ReadFile(readmePath); string(got) != doc {
@@ -238,19 +240,78 @@ func TestBadInput(t *testing.T) {
 		"ratio inf":        {map[string]string{"results/fio.tsv": "label\tinf\t1\thigher\n"}, readme},
 		"ratio negative":   {map[string]string{"results/fio.tsv": "label\t-1\t1\tlower\n"}, readme},
 		"ratio empty":      {map[string]string{"results/fio.tsv": "label\t\t1\thigher\n"}, readme},
-		"end before start": {map[string]string{"results/fio.md": fioMD}, "<!-- bench:end -->\n<!-- bench:start -->\n"},
+		"end before start": {map[string]string{"results/fio.md": fioMD}, "<!-- bench:end 2-core -->\n<!-- bench:start 2-core -->\n"},
+		"start alone":      {map[string]string{"results/fio.md": fioMD}, "<!-- bench:start 2-core -->\n<!-- bench:end 16-core -->\n"},
+		"old markers":      {map[string]string{"results/fio.md": fioMD}, "<!-- bench:start -->\n<!-- bench:end -->\n"},
+		"bad machine":      {map[string]string{"results/fio.md": fioMD, "results/machine.txt": "cores=many\n"}, readme},
+		"bad date":         {map[string]string{"results/fio.md": fioMD, "results/machine.txt": "date=today\n"}, readme},
 		"twice":            {map[string]string{"results/fio.md": fioMD}, readme + readme},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			c.files["README.md"] = c.doc
 			writeFiles(t, dir, c.files)
-			if err := run(filepath.Join(dir, "results"), filepath.Join(dir, "README.md"), filepath.Join(dir, "b.svg"), testMeta); err == nil {
+			m := testMeta
+			err := m.read(filepath.Join(dir, "results", "machine.txt"))
+			if err == nil {
+				err = run(filepath.Join(dir, "results"), filepath.Join(dir, "README.md"), filepath.Join(dir, "b.svg"), m)
+			}
+			if err == nil {
 				t.Error("no error")
 			}
 			if got, _ := os.ReadFile(filepath.Join(dir, "README.md")); string(got) != c.doc {
 				t.Errorf("README changed:\n%s", got)
 			}
 		})
+	}
+}
+
+// A second machine's results get a part of their own after the first's, which
+// stays as it was; a run on the first again leaves the second's alone.
+func TestSecondMachine(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"results/read.md":     readMD,
+		"results/read.tsv":    "cold read\t1.04\t0.8\thigher\n",
+		"results/machine.txt": "cores=16\nmem_gib=125\nkernel=6.18.44\ndate=2026-11-27\n",
+		"README.md":           readme,
+	})
+	readmePath := filepath.Join(dir, "README.md")
+	svgPath := filepath.Join(dir, "docs", "bench-%dcore.svg")
+	m := testMeta
+	if err := m.read(filepath.Join(dir, "results", "machine.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, m); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(readmePath)
+	want := strings.Replace(readme, "<!-- bench:end 2-core -->\n", `<!-- bench:end 2-core -->
+
+<!-- bench:start 16-core -->
+
+### 16 cores
+
+Measured on 2026-11-27 by `+"`make bench`"+`, on a 16-core linux/amd64 machine, 125 GiB, kernel 6.18.44, with go1.99.
+
+![orgfs against its baselines](docs/bench-16core.svg)
+`+readMD+`
+<!-- bench:end 16-core -->
+`, 1)
+	if string(got) != want {
+		t.Fatalf("README:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "docs", "bench-16core.svg")); err != nil {
+		t.Errorf("no chart of its own: %v", err)
+	}
+
+	// The first machine again: its part replaced, the second's kept.
+	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = os.ReadFile(readmePath)
+	if !strings.Contains(string(got), "### 16 cores") || strings.Contains(string(got), "old table") ||
+		strings.Count(string(got), "### 2 cores") != 1 || strings.Count(string(got), "<!-- bench:start") != 2 {
+		t.Errorf("after a run on the first machine:\n%s", got)
 	}
 }

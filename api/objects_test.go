@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/orgfs/orgfs/internal/logging"
 )
@@ -44,6 +46,10 @@ type fakeService struct {
 	jobStatus   []string // statuses answered by successive polls
 	aborted     []int64
 	completeHit atomic.Int32
+	// putHold keeps each part PUT this long; putsIn counts those in
+	// flight and putsMax the most at once.
+	putHold         time.Duration
+	putsIn, putsMax atomic.Int32
 }
 
 type fakeUpload struct {
@@ -102,6 +108,12 @@ func (f *fakeService) serveObject(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
+		if n := f.putsIn.Add(1); f.putHold > 0 {
+			for m := f.putsMax.Load(); n > m && !f.putsMax.CompareAndSwap(m, n); m = f.putsMax.Load() {
+			}
+			time.Sleep(f.putHold)
+		}
+		f.putsIn.Add(-1)
 		if fail {
 			http.Error(w, "<Error><Code>InternalError</Code><Message>try again</Message></Error>", 500)
 			return
@@ -262,6 +274,42 @@ func randomBytes(n int) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
+}
+
+// Uploads at once share Slots: the parts in flight of all of them together
+// are never more, while each still has Parallel of its own.
+func TestUploadsShareSlots(t *testing.T) {
+	for _, c := range []struct {
+		slots int64 // 0: none shared
+		want  int32
+	}{{0, 8}, {3, 3}} {
+		f := newFakeService(t)
+		f.answerChunk = 1 // parts of 1 MiB
+		f.putHold = 100 * time.Millisecond
+		cl := f.client()
+		var slots *semaphore.Weighted
+		if c.slots > 0 {
+			slots = semaphore.NewWeighted(c.slots)
+		}
+		datas := [][]byte{randomBytes(4 * mib), randomBytes(4*mib + 1)} // made before: both uploads start together
+		var g errgroup.Group
+		for i, data := range datas {
+			g.Go(func() error {
+				_, err := cl.Upload(context.Background(), UploadRequest{
+					Name: fmt.Sprintf("f%d", i), Size: int64(len(data)), Body: bytes.NewReader(data), Parallel: 4, Slots: slots,
+				})
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		// Without shared slots both files' parts overlap (more than one
+		// file's 4; 8 unless the machine is slow); with 3, never more.
+		if got := f.putsMax.Load(); (c.slots == 0 && got <= 4) || (c.slots > 0 && got != c.want) {
+			t.Errorf("shared slots %d: %d parts in flight at most, want %d", c.slots, got, c.want)
+		}
+	}
 }
 
 func TestUploadMultipart(t *testing.T) {

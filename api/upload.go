@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 )
 
 const (
@@ -42,6 +43,10 @@ type UploadRequest struct {
 	Overwrite bool        // replace a file of the same name
 	Body      io.ReaderAt // read part by part, never whole; must stay valid until Upload returns
 	Parallel  int         // parts in flight; 0: 4
+	// Slots, when set, is shared by uploads at once: each part holds one
+	// while it is sent, so that many files together keep at most its size
+	// of parts in flight (Parallel still bounds each file's).
+	Slots *semaphore.Weighted
 	// Progress, when set, is called as bytes are sent, with the bytes done
 	// so far (never decreasing) and Size. Calls never overlap; keep it fast.
 	Progress func(done, total int64)
@@ -211,6 +216,12 @@ func (c *Client) Upload(ctx context.Context, req UploadRequest) (*UploadResult, 
 		off := int64(i) * partSize
 		n := min(partSize, req.Size-off)
 		g.Go(func() error {
+			if req.Slots != nil {
+				if err := req.Slots.Acquire(gctx, 1); err != nil {
+					return fmt.Errorf("api: upload %q part %d: %w", req.Name, u.PartNumber, err)
+				}
+				defer req.Slots.Release(1)
+			}
 			etag, err := c.putPart(gctx, u.URL, req.Body, off, n, func(done int64) { pr.set(i, done) })
 			if err != nil {
 				return fmt.Errorf("api: upload %q part %d: %w", req.Name, u.PartNumber, err)

@@ -41,8 +41,9 @@ type fakeClient struct {
 	// answerGates: by listing method, its calls read the files, then wait
 	// until it closes to answer. Guarded by mu.
 	answerGates map[string]chan struct{}
-	heldAnswers int            // guarded by mu; listings that read the files and wait at an answer gate
-	calls       map[string]int // guarded by mu; by method
+	heldAnswers int                 // guarded by mu; listings that read the files and wait at an answer gate
+	calls       map[string]int      // guarded by mu; by method
+	uploads     []api.UploadRequest // guarded by mu; the Upload calls' requests
 }
 
 // fakeFile is one file or folder of the fake service.
@@ -318,6 +319,9 @@ func (c *fakeClient) Upload(ctx context.Context, req api.UploadRequest) (*api.Up
 	if err := c.call(ctx, "Upload"); err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	c.uploads = append(c.uploads, req)
+	c.mu.Unlock()
 	data := make([]byte, req.Size)
 	if n, err := req.Body.ReadAt(data, 0); int64(n) != req.Size {
 		return nil, fmt.Errorf("fake: read %d of %d bytes: %v", n, req.Size, err)

@@ -13,6 +13,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/logging"
@@ -53,6 +54,9 @@ type StagingOptions struct {
 	WriteBack time.Duration // wait after the last close before uploading; default 2s
 	Transfers int           // files uploaded at once; default 4
 	Parallel  int           // parts of one file in flight; default 4
+	// Parts is the parts in flight of all files together; default 4x
+	// Transfers, and at least Parallel.
+	Parts int
 	// MinBackoff and MaxBackoff shape the wait before an upload that failed
 	// for a transient reason is tried again: MinBackoff doubling at each
 	// failure up to MaxBackoff; defaults 1s and 1 min.
@@ -88,6 +92,8 @@ func (o StagingOptions) withDefaults() StagingOptions {
 	setDefault(&o.WriteBack, DefaultStagingWriteBack)
 	setDefault(&o.Transfers, DefaultStagingTransfers)
 	setDefault(&o.Parallel, DefaultStagingParallel)
+	setDefault(&o.Parts, 4*o.Transfers)
+	o.Parts = max(o.Parts, o.Parallel)
 	setDefault(&o.MinBackoff, DefaultStagingMinBackoff)
 	setDefault(&o.MaxBackoff, DefaultStagingMaxBackoff)
 	if o.MaxBackoff < o.MinBackoff {
@@ -126,6 +132,7 @@ type Staging struct {
 	dir                    string
 	writeBack              time.Duration
 	transfers, parallel    int
+	parts                  *semaphore.Weighted // Parts: shared by the uploads at once
 	minBackoff, maxBackoff time.Duration
 
 	ctx    context.Context // cancelled by Close: every upload and deletion runs under it
@@ -174,6 +181,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	s := &Staging{
 		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onRetired: opts.OnRetired, onSuperseded: opts.OnSuperseded, desk: opts.Desk,
 		dir: opts.Dir, writeBack: opts.WriteBack, transfers: opts.Transfers, parallel: opts.Parallel,
+		parts:      semaphore.NewWeighted(int64(opts.Parts)),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 		ctx: ctx, cancel: cancel,
 		entries: map[int64]*Staged{}, byTarget: map[Target]*Staged{}, orphans: map[*Staged]struct{}{},

@@ -55,7 +55,8 @@ type StoreOptions struct {
 	MaxSize      int64  // content cache budget in bytes
 	DirCacheTime time.Duration
 	ReadAhead    int64
-	// Transfers is the files uploaded at once; reads use 4x as many range
+	// Transfers is the files uploaded at once, each in up to as many parts
+	// at once (4x as many parts in all); reads use 4x as many range
 	// requests, 2x per file.
 	Transfers int
 	WriteBack time.Duration
@@ -120,7 +121,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		dir = filepath.Join(opts.Dir, "staging")
 	}
 	s.Staging, err = OpenStaging(StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
-		Transfers: transfers, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
+		Transfers: transfers, Parallel: transfers, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
 		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk,
 		OnSuperseded: func(t Target, id int64) { s.Dirs.Hide(DirKey{Area: t.Area, ID: t.ParentID}, id) }})
 	if err != nil {

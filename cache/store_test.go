@@ -121,3 +121,34 @@ func TestOpenStoreOptions(t *testing.T) {
 		t.Fatal("a store without a client opened")
 	}
 }
+
+// A big file goes up in as many parts at once as --transfers, and all the
+// uploads together keep at most 4x as many parts in flight.
+func TestStoreUploadsInTransfersParts(t *testing.T) {
+	fake := newFake(t)
+	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fake, WriteBack: time.Millisecond, Transfers: 6, Log: testkit.Log(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	st, err := s.Staging.Create(Target{Area: Area{Kind: Shared}, Name: "big.bin"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.OpenWriter()
+	if _, err := st.File().WriteAt([]byte("content"), 0); err != nil {
+		t.Fatal(err)
+	}
+	st.Touch()
+	st.CloseWriter()
+	testkit.WaitFor(t, 10*time.Second, "the upload", func() bool { return s.Staging.Stats().Uploaded == 1 })
+	fake.mu.Lock()
+	reqs := slices.Clone(fake.uploads)
+	fake.mu.Unlock()
+	if len(reqs) != 1 || reqs[0].Parallel != 6 || reqs[0].Slots == nil {
+		t.Fatalf("upload requests %+v, want one with Parallel 6 and shared slots", reqs)
+	}
+	if !reqs[0].Slots.TryAcquire(24) || reqs[0].Slots.TryAcquire(1) {
+		t.Error("the shared slots are not 24 (4 x 6)")
+	}
+}

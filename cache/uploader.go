@@ -221,7 +221,7 @@ func (s *Staging) send(up *upload) (*api.UploadResult, int64, error) {
 	size := fi.Size()
 	req := api.UploadRequest{
 		ParentID: up.target.ParentID, Name: cmp.Or(up.copyName, up.target.Name), ContentType: contentType(up.target.Name),
-		Size: size, Overwrite: up.overwrite, Body: st.f, Parallel: s.parallel,
+		Size: size, Overwrite: up.overwrite, Body: st.f, Parallel: s.parallel, Slots: s.parts,
 		Progress: func(done, total int64) {
 			s.sent.mark()
 			s.mu.Lock()

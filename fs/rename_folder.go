@@ -11,6 +11,7 @@ import (
 	"context"
 	"syscall"
 
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
 )
 
@@ -44,9 +45,7 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	}
 	set := fsys.store.Attrs.Dir(key) // forgotten with the old folder
 	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
-		if derr := fsys.store.Delete(ctx, dst, made); derr != nil {
-			fsys.log.WithError(derr).Warn("fs: could not undo the new folder of a failed folder rename")
-		}
+		r.undoFolder(ctx, made)
 		return fsys.errno(ctx, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
 	}
 	newKey := cache.DirKey{Area: dst.Area, ID: made.ID}
@@ -67,6 +66,19 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 		}
 	}
 	return 0
+}
+
+// undoFolder deletes made, the folder a folder rename that failed made for
+// its new name, under an I/O timeout of its own: the rename's context may be
+// what ended it (past --io-timeout), and the new folder left beside the old
+// one would show the folder under both names.
+func (r *renaming) undoFolder(ctx context.Context, made api.File) {
+	fsys := r.src.fsys
+	uctx, cancel := fsys.store.Bound(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := fsys.store.Delete(uctx, r.dst.dirKey(), made); err != nil {
+		fsys.log.WithError(err).Warn("fs: could not undo the new folder of a failed folder rename")
+	}
 }
 
 // replaceFolder deletes what the new name holds, which a folder may replace

@@ -116,11 +116,7 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 	fsys := r.src.fsys
 	dst := r.dst.dirKey()
 	newKeys := map[int64]cache.DirKey{r.old.ID: {Area: dst.Area, ID: made.ID}}
-	undo := func() {
-		if err := fsys.store.Delete(context.WithoutCancel(ctx), dst, made); err != nil {
-			fsys.log.WithError(err).Warn("fs: could not undo the new folder of a failed folder rename")
-		}
-	}
+	undo := func() { r.undoFolder(ctx, made) }
 	for _, f := range p.folders {
 		d, err := fsys.store.Mkdir(ctx, newKeys[f.parent], f.name)
 		if err != nil {

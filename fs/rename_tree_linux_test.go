@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -216,5 +218,42 @@ func TestFolderRenameKeepsAnotherWritersFile(t *testing.T) {
 	})
 	if got := string(e.serviceBytes("proj/theirs.txt")); got != "another desk's" {
 		t.Fatalf("the other writer's file holds %q on the service", got)
+	}
+}
+
+// A folder rename whose delete of the old folder outlasts --io-timeout
+// answers EIO and takes back the folder it made for the new name: the
+// service holds the folder under its old name only, not under both (the
+// undo runs on an I/O timeout of its own, not on the rename's, spent).
+func TestFolderRenameTimedOutTakesBackTheNewFolder(t *testing.T) {
+	e := newEnv(t, envOptions{IOTimeout: 500 * time.Millisecond})
+	if err := os.Mkdir(e.Path("shared", "old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, ok := e.serviceFile("old")
+	if !ok {
+		t.Fatal("mkdir made no folder on the service")
+	}
+	e.setHook(func(r *http.Request, answered bool) {
+		if !answered && r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/"+strconv.FormatInt(old.ID, 10)) {
+			<-r.Context().Done() // a black hole for the old folder's delete
+		}
+	})
+	err := os.Rename(e.Path("shared", "old"), e.Path("shared", "new"))
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("rename with the old folder's delete past --io-timeout: %v, want EIO", err)
+	}
+	e.setHook(nil)
+	if _, ok := e.serviceFile("old"); !ok {
+		t.Error("the old folder is gone from the service")
+	}
+	if _, ok := e.serviceFile("new"); ok {
+		t.Error("the folder made for the new name is still on the service: the folder shows under both names")
+	}
+	if _, err := os.Stat(e.Path("shared", "old")); err != nil {
+		t.Errorf("the mount lost the old folder: %v", err)
+	}
+	if _, err := os.Stat(e.Path("shared", "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the mount shows the new name: %v", err)
 	}
 }

@@ -46,9 +46,9 @@ type fakeService struct {
 	jobStatus   []string // statuses answered by successive polls
 	aborted     []int64
 	completeHit atomic.Int32
-	// putHold keeps each part PUT this long; putsIn counts those in
-	// flight and putsMax the most at once.
-	putHold         time.Duration
+	// putGate holds each part PUT until that many are in flight (5 s at
+	// most); putsIn counts those in flight and putsMax the most at once.
+	putGate         int32
 	putsIn, putsMax atomic.Int32
 }
 
@@ -108,10 +108,13 @@ func (f *fakeService) serveObject(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		if n := f.putsIn.Add(1); f.putHold > 0 {
+		if n := f.putsIn.Add(1); f.putGate > 0 {
 			for m := f.putsMax.Load(); n > m && !f.putsMax.CompareAndSwap(m, n); m = f.putsMax.Load() {
 			}
-			time.Sleep(f.putHold)
+			for end := time.Now().Add(5 * time.Second); f.putsIn.Load() < f.putGate && time.Now().Before(end); {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond) // more would come now, were they let
 		}
 		f.putsIn.Add(-1)
 		if fail {
@@ -277,21 +280,24 @@ func randomBytes(n int) []byte {
 }
 
 // Uploads at once share Slots: the parts in flight of all of them together
-// are never more, while each still has Parallel of its own.
+// are never more, while each still has Parallel of its own. Each PUT waits
+// until as many as the case wants are in flight, so that the most at once
+// is reached however slow the machine, and exceeded if the slots let more.
 func TestUploadsShareSlots(t *testing.T) {
 	for _, c := range []struct {
 		slots int64 // 0: none shared
 		want  int32
-	}{{0, 8}, {3, 3}} {
+		mibs  [2]int // the files' sizes: parts in all a multiple of want (none waits for a gate never reached)
+	}{{0, 8, [2]int{4, 4}}, {3, 3, [2]int{4, 5}}} {
 		f := newFakeService(t)
 		f.answerChunk = 1 // parts of 1 MiB
-		f.putHold = 100 * time.Millisecond
+		f.putGate = c.want
 		cl := f.client()
 		var slots *semaphore.Weighted
 		if c.slots > 0 {
 			slots = semaphore.NewWeighted(c.slots)
 		}
-		datas := [][]byte{randomBytes(4 * mib), randomBytes(4*mib + 1)} // made before: both uploads start together
+		datas := [][]byte{randomBytes(c.mibs[0] * mib), randomBytes(c.mibs[1] * mib)} // made before: both uploads start together
 		var g errgroup.Group
 		for i, data := range datas {
 			g.Go(func() error {
@@ -304,11 +310,27 @@ func TestUploadsShareSlots(t *testing.T) {
 		if err := g.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		// Without shared slots both files' parts overlap (more than one
-		// file's 4; 8 unless the machine is slow); with 3, never more.
-		if got := f.putsMax.Load(); (c.slots == 0 && got <= 4) || (c.slots > 0 && got != c.want) {
+		if got := f.putsMax.Load(); got != c.want {
 			t.Errorf("shared slots %d: %d parts in flight at most, want %d", c.slots, got, c.want)
 		}
+	}
+}
+
+// An upload of one part takes no shared slot: a small file goes up while
+// big files' parts hold them all.
+func TestUploadOfOnePartTakesNoSlot(t *testing.T) {
+	f := newFakeService(t)
+	slots := semaphore.NewWeighted(1)
+	if !slots.TryAcquire(1) {
+		t.Fatal("no slot")
+	}
+	defer slots.Release(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	data := randomBytes(1000)
+	res, err := f.client().Upload(ctx, UploadRequest{Name: "small", Size: int64(len(data)), Body: bytes.NewReader(data), Parallel: 4, Slots: slots})
+	if err != nil || res.Parts != 1 {
+		t.Fatalf("upload of one part with every slot taken: %+v, %v", res, err)
 	}
 }
 

@@ -43,9 +43,11 @@ type UploadRequest struct {
 	Overwrite bool        // replace a file of the same name
 	Body      io.ReaderAt // read part by part, never whole; must stay valid until Upload returns
 	Parallel  int         // parts in flight; 0: 4
-	// Slots, when set, is shared by uploads at once: each part holds one
-	// while it is sent, so that many files together keep at most its size
-	// of parts in flight (Parallel still bounds each file's).
+	// Slots, when set, is shared by uploads at once: each attempt to send a
+	// part of an upload of several holds one (not its waits between
+	// attempts), so that many files together keep at most its size of
+	// parts in flight (Parallel still bounds each file's). An upload of one
+	// part takes none: a small file never waits behind a big one's parts.
 	Slots *semaphore.Weighted
 	// Progress, when set, is called as bytes are sent, with the bytes done
 	// so far (never decreasing) and Size. Calls never overlap; keep it fast.
@@ -212,17 +214,15 @@ func (c *Client) Upload(ctx context.Context, req UploadRequest) (*UploadResult, 
 	etags := make([]string, len(urls))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallel)
+	slots := req.Slots
+	if len(urls) < 2 {
+		slots = nil
+	}
 	for i, u := range urls {
 		off := int64(i) * partSize
 		n := min(partSize, req.Size-off)
 		g.Go(func() error {
-			if req.Slots != nil {
-				if err := req.Slots.Acquire(gctx, 1); err != nil {
-					return fmt.Errorf("api: upload %q part %d: %w", req.Name, u.PartNumber, err)
-				}
-				defer req.Slots.Release(1)
-			}
-			etag, err := c.putPart(gctx, u.URL, req.Body, off, n, func(done int64) { pr.set(i, done) })
+			etag, err := c.putPart(gctx, slots, u.URL, req.Body, off, n, func(done int64) { pr.set(i, done) })
 			if err != nil {
 				return fmt.Errorf("api: upload %q part %d: %w", req.Name, u.PartNumber, err)
 			}
@@ -253,10 +253,16 @@ func (c *Client) Upload(ctx context.Context, req UploadRequest) (*UploadResult, 
 
 // putPart PUTs body's bytes [off, off+n) to a part URL, retrying on its own
 // with a fresh reader for each attempt, and returns the ETag exactly as the
-// object store answered it.
-func (c *Client) putPart(ctx context.Context, rawURL string, body io.ReaderAt, off, n int64, onBytes func(int64)) (string, error) {
+// object store answered it. Each attempt holds one of slots (nil: none).
+func (c *Client) putPart(ctx context.Context, slots *semaphore.Weighted, rawURL string, body io.ReaderAt, off, n int64, onBytes func(int64)) (string, error) {
 	var etag string
 	_, err := c.withRetry(ctx, opObjectPutPart, func(ctx context.Context, attempt int) error {
+		if slots != nil {
+			if err := slots.Acquire(ctx, 1); err != nil {
+				return err
+			}
+			defer slots.Release(1)
+		}
 		var rd io.Reader = http.NoBody
 		if n > 0 {
 			rd = &countingReader{r: io.NewSectionReader(body, off, n), on: onBytes}

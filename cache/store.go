@@ -121,7 +121,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		dir = filepath.Join(opts.Dir, "staging")
 	}
 	s.Staging, err = OpenStaging(StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
-		Transfers: transfers, Parallel: transfers, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
+		Transfers: transfers, Parallel: max(transfers, DefaultStagingParallel), MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
 		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk,
 		OnSuperseded: func(t Target, id int64) { s.Dirs.Hide(DirKey{Area: t.Area, ID: t.ParentID}, id) }})
 	if err != nil {
@@ -224,6 +224,14 @@ func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
 	if err := s.settled(ctx, func(ctx context.Context) error { return s.Client.DeleteFile(ctx, f.ID) }); err != nil && !api.IsNotFound(err) {
 		return err
 	}
+	s.Gone(parent, f)
+	return nil
+}
+
+// Gone keeps the caches in step with f, of folder parent, gone from the
+// service: Delete's work once the service deleted it, for a caller that
+// found it gone otherwise (a delete whose answer was lost).
+func (s *Store) Gone(parent DirKey, f api.File) {
 	s.Dirs.Remove(parent, f.ID)
 	if f.IsDir() {
 		s.Dirs.Forget(DirKey{Area: parent.Area, ID: f.ID})
@@ -232,7 +240,6 @@ func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
 		s.Fetcher.Forget(f.ID)
 		s.Attrs.Forget(f.ID)
 	}
-	return nil
 }
 
 // Unlinked takes a file the mount unlinked while it is open out of its

@@ -9,6 +9,7 @@ package fs
 
 import (
 	"context"
+	"slices"
 	"syscall"
 
 	"github.com/orgfs/orgfs/api"
@@ -45,8 +46,12 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	}
 	set := fsys.store.Attrs.Dir(key) // forgotten with the old folder
 	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
-		r.undoFolder(ctx, made)
-		return fsys.errno(ctx, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
+		if !r.oldGone(ctx) {
+			r.undoFolder(ctx, made)
+			return fsys.errno(ctx, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
+		}
+		// The service deleted it, and its answer was lost: the rename is done.
+		fsys.log.WithError(err).WithField("path", r.src.Path(nil)+"/"+r.name).Info("fs: the old folder of a folder rename is gone though its delete failed; the rename stands")
 	}
 	newKey := cache.DirKey{Area: dst.Area, ID: made.ID}
 	fsys.local.moveDir(key, newKey) // its desktop files and special nodes go with it
@@ -66,6 +71,24 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 		}
 	}
 	return 0
+}
+
+// oldGone reports whether the service no longer lists r.old, whose delete
+// failed: past --io-timeout the service may have deleted it all the same,
+// and undoing the new folder then would leave the folder under neither name.
+// The folder is listed anew under an I/O timeout of its own; not knowing is
+// "not gone". When gone, the caches are told.
+func (r *renaming) oldGone(ctx context.Context) bool {
+	fsys, src := r.src.fsys, r.src.dirKey()
+	uctx, cancel := fsys.store.Bound(context.WithoutCancel(ctx))
+	defer cancel()
+	fsys.store.Dirs.Drop(src)
+	l, err := fsys.store.Dirs.List(uctx, src)
+	if err != nil || slices.ContainsFunc(l.Files, func(f api.File) bool { return f.ID == r.old.ID }) {
+		return false
+	}
+	fsys.store.Gone(src, r.old)
+	return true
 }
 
 // undoFolder deletes made, the folder a folder rename that failed made for

@@ -257,3 +257,39 @@ func TestFolderRenameTimedOutTakesBackTheNewFolder(t *testing.T) {
 		t.Errorf("the mount shows the new name: %v", err)
 	}
 }
+
+// A folder rename whose old folder the service deleted, with the answer lost
+// past --io-timeout, stands: the mount lists the old folder anew, finds it
+// gone, and keeps the new one (undoing it would leave the folder under
+// neither name).
+func TestFolderRenameWhoseDeleteAnswerIsLostStands(t *testing.T) {
+	e := newEnv(t, envOptions{IOTimeout: 500 * time.Millisecond})
+	if err := os.Mkdir(e.Path("shared", "old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, ok := e.serviceFile("old")
+	if !ok {
+		t.Fatal("mkdir made no folder on the service")
+	}
+	e.setHook(func(r *http.Request, answered bool) {
+		if answered && r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/"+strconv.FormatInt(old.ID, 10)) {
+			<-r.Context().Done() // done on the service, the answer lost
+		}
+	})
+	if err := os.Rename(e.Path("shared", "old"), e.Path("shared", "new")); err != nil {
+		t.Fatalf("rename whose old folder's delete was done, its answer lost: %v, want success", err)
+	}
+	e.setHook(nil)
+	if _, ok := e.serviceFile("old"); ok {
+		t.Error("the old folder is on the service")
+	}
+	if _, ok := e.serviceFile("new"); !ok {
+		t.Error("the new folder is not on the service: the folder is under neither name")
+	}
+	if _, err := os.Stat(e.Path("shared", "new")); err != nil {
+		t.Errorf("the mount lost the new folder: %v", err)
+	}
+	if _, err := os.Stat(e.Path("shared", "old")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the mount shows the old name: %v", err)
+	}
+}

@@ -114,7 +114,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.DirReadAhead, "dir-read-ahead", o.DirReadAhead, "listing read-ahead: when a folder is listed, its subfolders (and theirs) are listed in the background, up to this many folders ahead of the reader, 16 at once; 0: off")
 	fs.Var(&o.ReadAhead, "read-ahead", "how far ahead of a sequential reader content is fetched")
 	fs.Var(&o.RenameFetch, "rename-fetch-max", "the most content not in the cache a folder rename downloads before it returns; a larger folder answers EXDEV, so mv copies it with progress")
-	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once (files of 1M or less: 4x as many), a big file in up to as many parts at once (4x as many parts in all); reads use 4x as many range requests")
+	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once (files of 1M or less: 4x as many), a big file in up to as many parts at once, 4 at least (4x as many parts in all); reads use 4x as many range requests")
 	fs.Var((*units.Duration)(&o.WriteBack), "write-back", "wait after a written file's last close before uploading it (a new open cancels the wait); files of 1M or less wait a tenth")
 	fs.Var((*units.Duration)(&o.DrainTimeout), "drain-timeout", "at unmount, how long to wait for pending uploads (what is left stays staged for the next mount)")
 	fs.Var((*units.Duration)(&o.IOTimeout), "io-timeout", "the longest a file operation waits on the service: EIO when no answer (or, for a read, no byte of content) came for this long, while uploads and shared fetches retry in the background; also cuts a request or transfer that moves no byte for this long")

@@ -11,8 +11,9 @@
 // measured; without it, this machine and today).
 //
 // Each machine measured keeps its own part of the README, between the lines
-// <!-- bench:start N-core --> and <!-- bench:end N-core --> (N its cores), so
-// that a run on one machine leaves another's figures as they were. That part
+// <!-- bench:start N-core --> and <!-- bench:end N-core --> (N its cores: two
+// machines of as many cores share one), so that a run on one machine leaves
+// another's figures as they were. That part
 // is replaced with when and where the figures were measured, the chart, and
 // each table. A machine not measured before gets a new part after the last
 // one; a README with no such part at all is an error, never appended to. The
@@ -165,9 +166,7 @@ func (r row) Score() float64 {
 
 // run does the work of main.
 func run(resultsDir, readmePath, svgPath string, m meta) error {
-	if strings.Contains(svgPath, "%d") {
-		svgPath = fmt.Sprintf(svgPath, m.Cores)
-	}
+	svgPath = strings.ReplaceAll(svgPath, "%d", strconv.Itoa(m.Cores))
 	benches, err := load(resultsDir)
 	if err != nil {
 		return err

@@ -99,6 +99,7 @@ func (m *meta) read(path string) error {
 	}
 	for i, line := range strings.Split(string(data), "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok {
 			if strings.TrimSpace(line) != "" {
 				return fmt.Errorf("%s:%d: %q: want key=value", path, i+1, line)
@@ -308,13 +309,26 @@ func section(benches []bench, m meta, svgLink string) string {
 // replaceBetween replaces the lines between the markers of key (each a line
 // of its own, the start before the end, once each) with body. Where key has
 // no markers but other machines have, a new part for key goes after the last
-// of theirs.
+// of theirs. Markers inside fenced code blocks (the README showing them) are
+// text, not markers; the lines written end as the document's do (LF or CRLF).
 func replaceBetween(doc, key, body string) (string, error) {
 	startMarker, endMarker := startPrefix+key+markerSuffix, endPrefix+key+markerSuffix
+	nl := "\n"
+	if strings.Contains(doc, "\r\n") {
+		nl = "\r\n"
+	}
+	body = strings.ReplaceAll(strings.ReplaceAll(strings.TrimRight(body, "\r\n"), "\r\n", "\n"), "\n", nl)
 	lines := strings.SplitAfter(doc, "\n")
 	start, end, lastEnd := -1, -1, -1
+	fenced := false
 	for i, l := range lines {
 		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "```") {
+			fenced = !fenced
+		}
+		if fenced {
+			continue
+		}
 		switch {
 		case t == startMarker:
 			if start >= 0 {
@@ -335,9 +349,9 @@ func replaceBetween(doc, key, body string) (string, error) {
 	case start < 0 && end < 0 && lastEnd >= 0:
 		// A machine not measured before: a part of its own after the others'.
 		if !strings.HasSuffix(lines[lastEnd], "\n") {
-			lines[lastEnd] += "\n"
+			lines[lastEnd] += nl
 		}
-		part := []string{"\n", startMarker + "\n", endMarker + "\n"}
+		part := []string{nl, startMarker + nl, endMarker + nl}
 		lines = slices.Insert(lines, lastEnd+1, part...)
 		start, end = lastEnd+2, lastEnd+3
 	case start < 0 || end < 0:
@@ -350,11 +364,11 @@ func replaceBetween(doc, key, body string) (string, error) {
 		out.WriteString(l)
 	}
 	if !strings.HasSuffix(lines[start], "\n") {
-		out.WriteString("\n")
+		out.WriteString(nl)
 	}
-	out.WriteString("\n")
-	out.WriteString(strings.TrimRight(body, "\n"))
-	out.WriteString("\n\n")
+	out.WriteString(nl)
+	out.WriteString(body)
+	out.WriteString(nl + nl)
 	for _, l := range lines[end:] {
 		out.WriteString(l)
 	}

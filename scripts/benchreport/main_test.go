@@ -273,7 +273,7 @@ func TestSecondMachine(t *testing.T) {
 	writeFiles(t, dir, map[string]string{
 		"results/read.md":     readMD,
 		"results/read.tsv":    "cold read\t1.04\t0.8\thigher\n",
-		"results/machine.txt": "cores=16\nmem_gib=125\nkernel=6.18.44\ndate=2026-11-27\n",
+		"results/machine.txt": "cores = 16\nmem_gib=125\nkernel=6.18.44\ndate=2026-11-27\n",
 		"README.md":           readme,
 	})
 	readmePath := filepath.Join(dir, "README.md")
@@ -313,5 +313,38 @@ Measured on 2026-11-27 by `+"`make bench`"+`, on a 16-core linux/amd64 machine, 
 	if !strings.Contains(string(got), "### 16 cores") || strings.Contains(string(got), "old table") ||
 		strings.Count(string(got), "### 2 cores") != 1 || strings.Count(string(got), "<!-- bench:start") != 2 {
 		t.Errorf("after a run on the first machine:\n%s", got)
+	}
+}
+
+// Markers shown in a fenced code block are text: the real part is replaced,
+// the block left as it is; a CRLF README gets CRLF lines.
+func TestFencedMarkersAndCRLF(t *testing.T) {
+	fenced := "```\n<!-- bench:start 2-core -->\n<!-- bench:end 16-core -->\n```\n"
+	doc := "# orgfs\n\n" + fenced + "\n<!-- bench:start 2-core -->\nold\n<!-- bench:end 2-core -->\n"
+	out, err := replaceBetween(doc, "2-core", "new\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# orgfs\n\n" + fenced + "\n<!-- bench:start 2-core -->\n\nnew\n\n<!-- bench:end 2-core -->\n"; out != want {
+		t.Errorf("got:\n%q\nwant:\n%q", out, want)
+	}
+	// A second machine goes after the real part, not the fenced end.
+	if out, err = replaceBetween(out, "16-core", "more\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out, "<!-- bench:end 2-core -->\n\n<!-- bench:start 16-core -->\n\nmore\n\n<!-- bench:end 16-core -->\n") {
+		t.Errorf("second machine's part:\n%s", out)
+	}
+
+	crlf := strings.ReplaceAll(doc, "\n", "\r\n")
+	out, err = replaceBetween(crlf, "16-core", "a\nb\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(out, "\n") != strings.Count(out, "\r\n") {
+		t.Errorf("a line without CR in a CRLF README:\n%q", out)
+	}
+	if !strings.Contains(out, "<!-- bench:start 16-core -->\r\n\r\na\r\nb\r\n\r\n<!-- bench:end 16-core -->\r\n") {
+		t.Errorf("the new part:\n%q", out)
 	}
 }

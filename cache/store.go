@@ -224,14 +224,14 @@ func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
 	if err := s.settled(ctx, func(ctx context.Context) error { return s.Client.DeleteFile(ctx, f.ID) }); err != nil && !api.IsNotFound(err) {
 		return err
 	}
-	s.Gone(parent, f)
+	s.Deleted(parent, f)
 	return nil
 }
 
-// Gone keeps the caches in step with f, of folder parent, gone from the
-// service: Delete's work once the service deleted it, for a caller that
+// Deleted keeps the caches in step with f, of folder parent, deleted from
+// the service: Delete's work once the service deleted it, for a caller that
 // found it gone otherwise (a delete whose answer was lost).
-func (s *Store) Gone(parent DirKey, f api.File) {
+func (s *Store) Deleted(parent DirKey, f api.File) {
 	s.Dirs.Remove(parent, f.ID)
 	if f.IsDir() {
 		s.Dirs.Forget(DirKey{Area: parent.Area, ID: f.ID})

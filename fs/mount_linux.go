@@ -7,6 +7,6 @@ func platformOptions(MountOptions) []string { return nil }
 
 // noXattr is getxattr's answer. ENOSYS tells the Linux kernel that the mount
 // keeps no extended attributes: it answers EOPNOTSUPP itself from then on,
-// for every file, so that `ls -l` (a security label and two ACLs per file)
-// and copy tools no longer cost a request per file and attribute.
+// for every file, so that neither `ls -l` (a security label per file) nor a
+// write (the kernel asks for security.capability first) costs a request.
 const noXattr = syscall.ENOSYS

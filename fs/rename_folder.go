@@ -46,8 +46,10 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	}
 	set := fsys.store.Attrs.Dir(key) // forgotten with the old folder
 	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
-		if !r.oldGone(ctx) {
-			r.undoFolder(ctx, made)
+		uctx, cancel := fsys.bound(context.WithoutCancel(ctx)) // ctx may be what ended it
+		defer cancel()
+		if !r.oldGone(uctx) {
+			r.undoFolder(uctx, made, map[int64]bool{made.ID: true})
 			return fsys.errno(ctx, "deleting folder "+r.src.Path(nil)+"/"+r.name, err)
 		}
 		// The service deleted it, and its answer was lost: the rename is done.
@@ -76,31 +78,45 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 // oldGone reports whether the service no longer lists r.old, whose delete
 // failed: past --io-timeout the service may have deleted it all the same,
 // and undoing the new folder then would leave the folder under neither name.
-// The folder is listed anew under an I/O timeout of its own; not knowing is
-// "not gone". When gone, the caches are told.
+// The folder is listed anew; not knowing is "not gone". When gone, the
+// caches are told.
 func (r *renaming) oldGone(ctx context.Context) bool {
 	fsys, src := r.src.fsys, r.src.dirKey()
-	uctx, cancel := fsys.store.Bound(context.WithoutCancel(ctx))
-	defer cancel()
 	fsys.store.Dirs.Drop(src)
-	l, err := fsys.store.Dirs.List(uctx, src)
+	l, err := fsys.store.Dirs.List(ctx, src)
 	if err != nil || slices.ContainsFunc(l.Files, func(f api.File) bool { return f.ID == r.old.ID }) {
 		return false
 	}
-	fsys.store.Gone(src, r.old)
+	fsys.store.Deleted(src, r.old)
 	return true
 }
 
-// undoFolder deletes made, the folder a folder rename that failed made for
-// its new name, under an I/O timeout of its own: the rename's context may be
-// what ended it (past --io-timeout), and the new folder left beside the old
-// one would show the folder under both names.
-func (r *renaming) undoFolder(ctx context.Context, made api.File) {
-	fsys := r.src.fsys
-	uctx, cancel := fsys.store.Bound(context.WithoutCancel(ctx))
-	defer cancel()
-	if err := fsys.store.Delete(uctx, r.dst.dirKey(), made); err != nil {
-		fsys.log.WithError(err).Warn("fs: could not undo the new folder of a failed folder rename")
+// undoFolder deletes made, the folder a failed folder rename made for its new
+// name (left beside the old one, it would show the folder under both names),
+// when the service holds nothing in it but ours, the folders the rename made
+// (by id; made among them). Anything else another writer put there meanwhile:
+// the folder then stays, with a warning, rather than take it along. ctx is
+// not the rename's, which may be what ended it.
+func (r *renaming) undoFolder(ctx context.Context, made api.File, ours map[int64]bool) {
+	fsys, dst := r.src.fsys, r.dst.dirKey()
+	log := fsys.log.WithField("path", r.dst.Path(nil)+"/"+r.newName)
+	for id := range ours {
+		key := cache.DirKey{Area: dst.Area, ID: id}
+		fsys.store.Dirs.Drop(key)
+		l, err := fsys.store.Dirs.List(ctx, key)
+		if err != nil {
+			log.WithError(err).Warn("fs: could not list the new folder of a failed folder rename; it stays on the service")
+			return
+		}
+		for _, f := range l.Files {
+			if !f.IsDir() || !ours[f.ID] {
+				log.WithField("theirs", f.Name).Warn("fs: another writer put something in the new folder of a failed folder rename; it stays on the service beside the old one")
+				return
+			}
+		}
+	}
+	if err := fsys.store.Delete(ctx, dst, made); err != nil {
+		log.WithError(err).Warn("fs: could not undo the new folder of a failed folder rename")
 	}
 }
 

@@ -116,7 +116,15 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 	fsys := r.src.fsys
 	dst := r.dst.dirKey()
 	newKeys := map[int64]cache.DirKey{r.old.ID: {Area: dst.Area, ID: made.ID}}
-	undo := func() { r.undoFolder(ctx, made) }
+	undo := func() {
+		ours := map[int64]bool{made.ID: true}
+		for _, k := range newKeys {
+			ours[k.ID] = true
+		}
+		uctx, cancel := fsys.bound(context.WithoutCancel(ctx)) // ctx may be what ended it
+		defer cancel()
+		r.undoFolder(uctx, made, ours)
+	}
 	for _, f := range p.folders {
 		d, err := fsys.store.Mkdir(ctx, newKeys[f.parent], f.name)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
@@ -221,11 +222,13 @@ func TestFolderRenameKeepsAnotherWritersFile(t *testing.T) {
 	}
 }
 
-// A folder rename whose delete of the old folder outlasts --io-timeout
-// answers EIO and takes back the folder it made for the new name: the
-// service holds the folder under its old name only, not under both (the
-// undo runs on an I/O timeout of its own, not on the rename's, spent).
-func TestFolderRenameTimedOutTakesBackTheNewFolder(t *testing.T) {
+// renameWithOldDeleteHeld makes shared/old on a mount with an I/O timeout
+// of 500 ms and renames it to shared/new while the old folder's delete is
+// held until its request gives up: before the service sees it (done false)
+// or once the service did it, the answer lost (done true). meanwhile, when
+// set, runs as the delete is held, with the id of the folder made for the
+// new name. It returns the rename's error.
+func renameWithOldDeleteHeld(t *testing.T, done bool, meanwhile func(e *testEnv, newID int64)) (*testEnv, error) {
 	e := newEnv(t, envOptions{IOTimeout: 500 * time.Millisecond})
 	if err := os.Mkdir(e.Path("shared", "old"), 0o755); err != nil {
 		t.Fatal(err)
@@ -235,27 +238,51 @@ func TestFolderRenameTimedOutTakesBackTheNewFolder(t *testing.T) {
 		t.Fatal("mkdir made no folder on the service")
 	}
 	e.setHook(func(r *http.Request, answered bool) {
-		if !answered && r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/"+strconv.FormatInt(old.ID, 10)) {
-			<-r.Context().Done() // a black hole for the old folder's delete
+		if answered != done || r.Method != http.MethodDelete || !strings.HasSuffix(r.URL.Path, "/"+strconv.FormatInt(old.ID, 10)) {
+			return
 		}
+		if meanwhile != nil {
+			files, err := e.Client.SharedFiles(e.T.Context(), api.ListFilesRequest{}).Collect()
+			for _, f := range files {
+				if f.Name == "new" && err == nil {
+					meanwhile(e, f.ID)
+				}
+			}
+		}
+		<-r.Context().Done()
 	})
 	err := os.Rename(e.Path("shared", "old"), e.Path("shared", "new"))
+	e.setHook(nil)
+	return e, err
+}
+
+// wantNames checks which of shared/old and shared/new the service and the
+// mount show.
+func wantNames(t *testing.T, e *testEnv, oldThere, newThere bool) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		want bool
+	}{{"old", oldThere}, {"new", newThere}} {
+		if _, ok := e.serviceFile(c.name); ok != c.want {
+			t.Errorf("shared/%s on the service: %v, want %v", c.name, ok, c.want)
+		}
+		if _, err := os.Stat(e.Path("shared", c.name)); (err == nil) != c.want {
+			t.Errorf("shared/%s in the mount: %v, want it there: %v", c.name, err, c.want)
+		}
+	}
+}
+
+// A folder rename whose delete of the old folder outlasts --io-timeout
+// answers EIO and takes back the folder it made for the new name: the
+// service holds the folder under its old name only, not under both (the
+// undo runs on an I/O timeout of its own, not on the rename's, spent).
+func TestFolderRenameTimedOutTakesBackTheNewFolder(t *testing.T) {
+	e, err := renameWithOldDeleteHeld(t, false, nil)
 	if !errors.Is(err, syscall.EIO) {
 		t.Fatalf("rename with the old folder's delete past --io-timeout: %v, want EIO", err)
 	}
-	e.setHook(nil)
-	if _, ok := e.serviceFile("old"); !ok {
-		t.Error("the old folder is gone from the service")
-	}
-	if _, ok := e.serviceFile("new"); ok {
-		t.Error("the folder made for the new name is still on the service: the folder shows under both names")
-	}
-	if _, err := os.Stat(e.Path("shared", "old")); err != nil {
-		t.Errorf("the mount lost the old folder: %v", err)
-	}
-	if _, err := os.Stat(e.Path("shared", "new")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the mount shows the new name: %v", err)
-	}
+	wantNames(t, e, true, false)
 }
 
 // A folder rename whose old folder the service deleted, with the answer lost
@@ -263,33 +290,34 @@ func TestFolderRenameTimedOutTakesBackTheNewFolder(t *testing.T) {
 // gone, and keeps the new one (undoing it would leave the folder under
 // neither name).
 func TestFolderRenameWhoseDeleteAnswerIsLostStands(t *testing.T) {
-	e := newEnv(t, envOptions{IOTimeout: 500 * time.Millisecond})
-	if err := os.Mkdir(e.Path("shared", "old"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	old, ok := e.serviceFile("old")
-	if !ok {
-		t.Fatal("mkdir made no folder on the service")
-	}
-	e.setHook(func(r *http.Request, answered bool) {
-		if answered && r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/"+strconv.FormatInt(old.ID, 10)) {
-			<-r.Context().Done() // done on the service, the answer lost
-		}
-	})
-	if err := os.Rename(e.Path("shared", "old"), e.Path("shared", "new")); err != nil {
+	e, err := renameWithOldDeleteHeld(t, true, nil)
+	if err != nil {
 		t.Fatalf("rename whose old folder's delete was done, its answer lost: %v, want success", err)
 	}
-	e.setHook(nil)
-	if _, ok := e.serviceFile("old"); ok {
-		t.Error("the old folder is on the service")
+	wantNames(t, e, false, true)
+}
+
+// Two desks: another writer puts a file in the folder a rename made for the
+// new name while the rename waits on the old folder's delete. The rename
+// fails, and its undo keeps the new folder with that file, both names shown,
+// rather than delete it.
+func TestFolderRenameUndoKeepsAnotherWritersFile(t *testing.T) {
+	e, err := renameWithOldDeleteHeld(t, false, func(e *testEnv, newID int64) {
+		if _, err := e.Emu.CreateFile(e.Org, 0, newID, "theirs.txt", strings.NewReader("another desk's file\n")); err != nil {
+			t.Error(err)
+		}
+	})
+	if !errors.Is(err, syscall.EIO) {
+		t.Fatalf("rename with the old folder's delete past --io-timeout: %v, want EIO", err)
 	}
-	if _, ok := e.serviceFile("new"); !ok {
-		t.Error("the new folder is not on the service: the folder is under neither name")
+	if got := string(e.serviceBytes("new/theirs.txt")); got != "another desk's file\n" {
+		t.Errorf("the other writer's file in the new folder: %q", got)
 	}
-	if _, err := os.Stat(e.Path("shared", "new")); err != nil {
-		t.Errorf("the mount lost the new folder: %v", err)
-	}
-	if _, err := os.Stat(e.Path("shared", "old")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the mount shows the old name: %v", err)
-	}
+	// The kernel keeps the failed rename's lookup of the new name (a negative
+	// entry) for the attribute timeout, 1 s.
+	testkit.WaitFor(t, 5*time.Second, "the mount to show the new folder", func() bool {
+		_, err := os.Stat(e.Path("shared", "new", "theirs.txt"))
+		return err == nil
+	})
+	wantNames(t, e, true, true)
 }

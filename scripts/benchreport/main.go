@@ -13,10 +13,10 @@
 // Each machine measured keeps its own part of the README, between the lines
 // <!-- bench:start N-core --> and <!-- bench:end N-core --> (N its cores: two
 // machines of as many cores share one), so that a run on one machine leaves
-// another's figures as they were. That part
-// is replaced with when and where the figures were measured, the chart, and
-// each table. A machine not measured before gets a new part after the last
-// one; a README with no such part at all is an error, never appended to. The
+// another's figures as they were. That part is replaced with when and where
+// the figures were measured, the chart, and each table. A machine not
+// measured before gets a new part after the last one; a README with no such
+// part at all is an error, never appended to. The
 // chart (-svg, %d there is the cores) has a bar per TSV line, its length the
 // ratio over the target (the target over the ratio when lower is better) so
 // that the target is at one marked line and longer is always better; green
@@ -98,14 +98,14 @@ func (m *meta) read(path string) error {
 		return err
 	}
 	for i, line := range strings.Split(string(data), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok {
-			if strings.TrimSpace(line) != "" {
-				return fmt.Errorf("%s:%d: %q: want key=value", path, i+1, line)
-			}
+		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return fmt.Errorf("%s:%d: %q: want key=value", path, i+1, line)
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		switch k {
 		case "cores", "mem_gib":
 			n, err := strconv.Atoi(v)

@@ -32,7 +32,7 @@ type FetcherOptions struct {
 	Content   *Content
 	Transfers int           // range requests in flight at once, all files together; default 32
 	PerFile   int           // range requests in flight for one file; default 16
-	ReadAhead int64         // how far sequential reading fetches ahead, at most; default 128 MiB
+	ReadAhead int64         // how far sequential reading fetches ahead, at most; default PerFile requests of ChunkSize
 	ChunkSize int64         // bytes of one range request, at most; default 8 MiB (and at most half the read-ahead)
 	Bundler   *Bundler      // optional: reads of files a bundle brings wait for it
 	IOTimeout time.Duration // a read gives up once no content came for this long (wait.go); 0: never
@@ -45,8 +45,11 @@ type FetcherOptions struct {
 func (o FetcherOptions) withDefaults() FetcherOptions {
 	setDefault(&o.Transfers, 32)
 	setDefault(&o.PerFile, 16)
-	setDefault(&o.ReadAhead, 128<<20)
 	setDefault(&o.ChunkSize, 8<<20)
+	// By default the window holds as many requests as a file may have in
+	// flight: a narrower one leaves streams idle (a file read on a fast link
+	// goes as fast as its requests at once).
+	setDefault(&o.ReadAhead, int64(o.PerFile)*o.ChunkSize)
 	bs := o.Content.BlockSize()
 	// A chunk is whole blocks, and at most half the window, so a small
 	// --read-ahead still reads ahead.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,5 +151,51 @@ func TestStoreUploadsInTransfersParts(t *testing.T) {
 	}
 	if !reqs[0].Slots.TryAcquire(24) || reqs[0].Slots.TryAcquire(1) {
 		t.Error("the shared slots are not 24 (4 x 6)")
+	}
+}
+
+// With the default read-ahead, a file read in sequence keeps as many range
+// requests in flight as a file may have (2 x --transfers, of 8 MiB each): a
+// window narrower than those requests leaves streams idle, which is what
+// held a cold read on a fast link below a 16-stream script (128 MiB, 16
+// requests, whatever --transfers).
+func TestStoreReadAheadFillsAFilesRequests(t *testing.T) {
+	fake := newFake(t)
+	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fake, Transfers: 12, ReadOnly: true, Log: testkit.Log(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fake.mu.Lock()
+	f := fake.putLocked(Area{Kind: Shared}, 0, "big.bin", make([]byte, 512<<20)) // never read: every request is held
+	fake.mu.Unlock()
+	release := fake.hold("ReadRange")
+	t.Cleanup(release)
+	r, err := s.Fetcher.Open(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var reads sync.WaitGroup
+	t.Cleanup(func() { cancel(); reads.Wait(); r.Close() })
+	// A sequential reader, the kernel's way: each read is asked before the
+	// one before it is answered. Each opens the window further.
+	const mib = 1 << 20
+	for i := int64(0); i < 6; i++ {
+		reads.Add(1)
+		go func() { defer reads.Done(); r.Ready(ctx, i*mib, mib) }()
+		testkit.WaitFor(t, 10*time.Second, "the read to be planned", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.next == (i+1)*mib // where the next read in sequence goes
+		})
+	}
+	const want = 24 // 2 x 12
+	for end := time.Now().Add(5 * time.Second); fake.count("ReadRange") < want && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // room for a request too many
+	if n := fake.count("ReadRange"); n != want {
+		t.Fatalf("%d range requests in flight for one file read in sequence, want %d (2 x --transfers)", n, want)
 	}
 }

@@ -50,6 +50,10 @@ func (s *Store) Bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeoutCause(ctx, s.ioTimeout, &TimeoutError{After: s.ioTimeout})
 }
 
+// CallerGaveUp is logged (debug) when the caller of a change gives up (a
+// signal) while its request is on its way: the change goes on.
+const CallerGaveUp = "cache: the caller gave up while a change was on its way to the service; it goes on to its end"
+
 // settled runs do, a request that changes the service (a folder made, a
 // file deleted), under ctx's deadline but not its cancellation. The kernel
 // cancels a syscall's ctx when a signal interrupts it (a Go program's
@@ -64,6 +68,12 @@ func (s *Store) Bound(ctx context.Context) (context.Context, context.CancelFunc)
 // have the program make the change again.
 func (s *Store) settled(ctx context.Context, do func(ctx context.Context) error) error {
 	sctx := context.WithoutCancel(ctx)
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			s.log.Debug(CallerGaveUp)
+		}
+	})
+	defer stop()
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithDeadline(sctx, dl)

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"golang.org/x/sys/unix"
 
+	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
@@ -19,7 +22,9 @@ import (
 // Canceled halfway, the syscall answered EINTR, Go retried it, and the retry met the change made by the first: mkdir gave
 // EEXIST, unlink and rmdir ENOENT (the model test met it under load).
 func TestChangeInterruptedAfterTheServiceMadeIt(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	logger, hook := logtest.NewNullLogger()
+	logger.SetLevel(logrus.DebugLevel)
+	e := newEnv(t, envOptions{StoreLog: logger})
 	d := e.mkdir(0, e.root(0), "d")
 	e.put(0, d, "f", testkit.RandBytes(100, 1))
 	e.mkdir(0, d, "empty")
@@ -53,8 +58,18 @@ func TestChangeInterruptedAfterTheServiceMadeIt(t *testing.T) {
 		t.Cleanup(func() { closeOnce(release) })
 		// Signaled once the service has made the change; the thread waits
 		// in the kernel.
+		hook.Reset()
 		done := testkit.SignalDuring(t, held, c.op+": no "+c.method+" request", c.call)
-		time.Sleep(200 * time.Millisecond) // the kernel sends the interrupt on
+		// The service's answer is held until the kernel's interrupt has
+		// reached the daemon and canceled the syscall's context.
+		testkit.WaitFor(t, 10*time.Second, c.op+": the interrupt to reach the daemon", func() bool {
+			for _, en := range hook.AllEntries() {
+				if en.Message == cache.CallerGaveUp {
+					return true
+				}
+			}
+			return false
+		})
 		closeOnce(release)
 		if err := testkit.ResultWithin(t, done, 10*time.Second, c.op+" interrupted by a signal did not return"); err != nil {
 			t.Errorf("%s interrupted after the service made it: %v, want success", c.op, err)

@@ -45,6 +45,7 @@ type Options struct {
 	StagingDir string         // default CACHE/staging
 	Desk       string         // the desk's name in conflict copies' names
 	Log        *logrus.Logger // the mount's log; default testkit.Log
+	StoreLog   *logrus.Logger // the caches' log (package cache); default testkit.Log
 	// Client tunes the API client (a transport that watches requests); its
 	// PerPage and Clock are filled in.
 	Client api.Options
@@ -112,7 +113,7 @@ func (e *Env) Mount() {
 		Dir: e.CacheDir, StagingDir: e.Opts.StagingDir, Client: e.Client, MaxSize: e.Opts.CacheMax,
 		DirCacheTime: e.Opts.DirTTL, WriteBack: cmp.Or(e.Opts.WriteBack, 50*time.Millisecond),
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, ReadOnly: e.Opts.ReadOnly,
-		Bundle: bo, Log: testkit.Log(t), Desk: e.Opts.Desk, IOTimeout: e.Opts.IOTimeout, ReadAhead: e.Opts.ReadAhead,
+		Bundle: bo, Log: cmp.Or(e.Opts.StoreLog, testkit.Log(t)), Desk: e.Opts.Desk, IOTimeout: e.Opts.IOTimeout, ReadAhead: e.Opts.ReadAhead,
 		DirReadAhead: e.Opts.DirAhead,
 	})
 	if err != nil {

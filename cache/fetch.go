@@ -91,6 +91,7 @@ type Fetcher struct {
 	now     func() time.Time
 	// constants
 	perFile   int
+	transfers int // range requests in flight at once, all files together (sem's size)
 	readAhead int64
 	chunk     int64
 	ioTimeout time.Duration
@@ -104,25 +105,15 @@ type Fetcher struct {
 	warned *lru.Cache[int64, time.Time]
 
 	lastByte stamp // when content last came (wait.go)
+	// reading counts the files with fetches in flight: their read-ahead
+	// shares the transfers (aheadLimit).
+	reading atomic.Int64
 
 	mu    sync.Mutex
 	files map[int64]*fileFetch // guarded by mu; the latest version of each open file
 
 	stats struct{ urls, ranges, bytes, renewals, errors, random, ahead, direct, uncached atomic.Int64 }
 }
-
-type urlEntry struct {
-	url     string
-	expires time.Time
-}
-
-// urlMargin is how long before its expiry a cached URL stops being used, and
-// urlDefaultLife the life assumed when the service does not tell it.
-const (
-	urlMargin      = 2 * time.Minute
-	urlDefaultLife = 30 * time.Minute
-	urlTimeout     = time.Minute
-)
 
 // NewFetcher makes a fetcher.
 func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
@@ -141,7 +132,7 @@ func NewFetcher(opts FetcherOptions) (*Fetcher, error) {
 	}
 	f := &Fetcher{
 		client: opts.Client, content: opts.Content, bundler: opts.Bundler, log: opts.Log, now: opts.Now,
-		perFile: opts.PerFile, readAhead: opts.ReadAhead, chunk: opts.ChunkSize, ioTimeout: max(opts.IOTimeout, 0),
+		perFile: opts.PerFile, transfers: opts.Transfers, readAhead: opts.ReadAhead, chunk: opts.ChunkSize, ioTimeout: max(opts.IOTimeout, 0),
 		sem: semaphore.NewWeighted(int64(opts.Transfers)), urls: urls, warned: warned, files: map[int64]*fileFetch{},
 	}
 	f.bufs.New = func() any { b := make([]byte, bs); return &b }
@@ -155,50 +146,6 @@ func (f *Fetcher) Stats() FetchStats {
 		URLRenewals: f.stats.renewals.Load(), Errors: f.stats.errors.Load(),
 		Random: f.stats.random.Load(), AheadFetches: f.stats.ahead.Load(),
 		BytesDirect: f.stats.direct.Load(), Uncached: f.stats.uncached.Load(),
-	}
-}
-
-// url returns a presigned URL of file id, from the cache while it is good.
-// stale, when not empty, is a URL the object store refused: it is dropped and
-// a new one asked for. The request is shared by every caller and runs on no
-// caller's context, so one reader giving up does not fail the others.
-func (f *Fetcher) url(ctx context.Context, id int64, stale string) (string, error) {
-	if e, ok := f.urls.Get(id); ok {
-		if e.url == stale {
-			f.urls.Remove(id)
-		} else if f.now().Add(urlMargin).Before(e.expires) {
-			return e.url, nil
-		}
-	}
-	ch := f.group.DoChan(fmt.Sprint(id), func() (any, error) {
-		if e, ok := f.urls.Get(id); ok && e.url != stale && f.now().Add(urlMargin).Before(e.expires) {
-			return e.url, nil
-		}
-		f.stats.urls.Add(1)
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), urlTimeout)
-		defer cancel()
-		link, err := f.client.FileURL(rctx, id)
-		if err != nil {
-			return "", err
-		}
-		if link.URL == "" {
-			return "", fmt.Errorf("cache: the service gave no URL for file %d", id)
-		}
-		exp := link.ExpiresAt
-		if exp.IsZero() {
-			exp = f.now().Add(urlDefaultLife)
-		}
-		f.urls.Add(id, urlEntry{link.URL, exp})
-		return link.URL, nil
-	})
-	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return "", res.Err
-		}
-		return res.Val.(string), nil
-	case <-ctx.Done():
-		return "", ctx.Err()
 	}
 }
 
@@ -467,13 +414,23 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 			end = start + (end-start)/ff.f.chunk*ff.f.chunk
 		}
 		if start < end {
-			r.ahead = ff.startRunsLocked(ff.h.Missing(start, end-start), true, ff.f.perFile)
+			r.ahead = ff.startRunsLocked(ff.h.Missing(start, end-start), true, ff.f.aheadLimit())
 			if r.ahead < 0 {
 				r.ahead = end
 			}
 		}
 	}
 	return waits, nil
+}
+
+// aheadLimit is how many fetches a file's read-ahead may have in flight: its
+// share of the transfers among the files being fetched, 2 at least and
+// perFile at most. Past its share, a file's read-ahead would queue before
+// other files' reads for the transfers (first come, first served), and of
+// 16 files read at once some would starve: alone, a file gets them all.
+func (f *Fetcher) aheadLimit() int {
+	share := int64(f.transfers) / max(f.reading.Load(), 1)
+	return int(min(int64(f.perFile), max(2, share)))
 }
 
 // startRunsLocked fetches the given missing blocks that are not pending yet,
@@ -511,6 +468,9 @@ func (ff *fileFetch) startLocked(first, last int64, ahead bool) {
 	}
 	for b := first; b <= last; b++ {
 		ff.pending[b] = &pendingBlock{done: make(chan struct{}), op: op}
+	}
+	if ff.ops == 0 {
+		ff.f.reading.Add(1)
 	}
 	ff.ops++
 	if ahead {
@@ -558,6 +518,9 @@ func (ff *fileFetch) run(ctx context.Context, op *fetchOp) {
 	ff.mu.Lock()
 	defer ff.mu.Unlock()
 	ff.ops--
+	if ff.ops == 0 {
+		ff.f.reading.Add(-1)
+	}
 	for b := op.first; b <= op.last; b++ {
 		pb, ok := ff.pending[b]
 		if !ok || pb.op != op {

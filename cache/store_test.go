@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -197,5 +198,67 @@ func TestStoreReadAheadFillsAFilesRequests(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // room for a request too many
 	if n := fake.count("ReadRange"); n != want {
 		t.Fatalf("%d range requests in flight for one file read in sequence, want %d (2 x --transfers)", n, want)
+	}
+}
+
+// While other files are read, a file's read-ahead keeps to its share of the
+// transfers: past it, its requests would queue before the other files' reads
+// (the transfers go first come, first served), and of 16 files read at once
+// some would starve (bench-read's figure 8).
+func TestReadAheadKeepsToItsShareWhileOthersRead(t *testing.T) {
+	fake := newFake(t)
+	// 16 transfers, 8 requests per file at most.
+	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fake, Transfers: 4, ReadOnly: true, Log: testkit.Log(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	release := fake.hold("ReadRange")
+	t.Cleanup(release)
+	ctx, cancel := context.WithCancel(context.Background())
+	var reads sync.WaitGroup
+	var readers []*Reader
+	t.Cleanup(func() {
+		cancel()
+		reads.Wait()
+		for _, r := range readers {
+			r.Close()
+		}
+	})
+	const mib = 1 << 20
+	open := func(name string) *Reader {
+		fake.mu.Lock()
+		f := fake.putLocked(Area{Kind: Shared}, 0, name, make([]byte, 256<<20)) // never read: every request is held
+		fake.mu.Unlock()
+		r, err := s.Fetcher.Open(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, r)
+		return r
+	}
+	read := func(r *Reader, off int64) {
+		reads.Add(1)
+		go func() { defer reads.Done(); r.Ready(ctx, off, mib) }()
+	}
+	// Three files read at one place each (no read-ahead): a request each.
+	for i := range 3 {
+		read(open(fmt.Sprint("other", i)), 5*mib)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the other files' reads", func() bool { return fake.count("ReadRange") == 3 })
+	// A fourth read in sequence: its share of 16 transfers among 4 files is
+	// 4 requests, where alone it would have 8.
+	r := open("big.bin")
+	for i := int64(0); i < 6; i++ {
+		read(r, i*mib)
+		testkit.WaitFor(t, 10*time.Second, "the read to be planned", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.next == (i+1)*mib
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // room for requests too many
+	if n := fake.count("ReadRange") - 3; n != 4 {
+		t.Fatalf("the file read in sequence has %d range requests in flight beside 3 other files' reads, want 4 (16 transfers / 4 files)", n)
 	}
 }

@@ -40,6 +40,10 @@ type FetcherOptions struct {
 	Log       logrus.FieldLogger
 }
 
+// maxDefaultReadAhead bounds the default read-ahead window (a large
+// --transfers would make it gigabytes).
+const maxDefaultReadAhead = 512 << 20
+
 // withDefaults fills in the zero fields; the chunk size is then made whole
 // blocks of opts.Content, which must be set.
 func (o FetcherOptions) withDefaults() FetcherOptions {
@@ -48,8 +52,9 @@ func (o FetcherOptions) withDefaults() FetcherOptions {
 	setDefault(&o.ChunkSize, 8<<20)
 	// By default the window holds as many requests as a file may have in
 	// flight: a narrower one leaves streams idle (a file read on a fast link
-	// goes as fast as its requests at once).
-	setDefault(&o.ReadAhead, int64(o.PerFile)*o.ChunkSize)
+	// goes as fast as its requests at once). Up to 512 MiB: what a reader's
+	// window fetched stays in the cache while the file is open.
+	setDefault(&o.ReadAhead, min(int64(o.PerFile)*o.ChunkSize, maxDefaultReadAhead))
 	bs := o.Content.BlockSize()
 	// A chunk is whole blocks, and at most half the window, so a small
 	// --read-ahead still reads ahead.
@@ -414,7 +419,7 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 			end = start + (end-start)/ff.f.chunk*ff.f.chunk
 		}
 		if start < end {
-			r.ahead = ff.startRunsLocked(ff.h.Missing(start, end-start), true, ff.f.aheadLimit())
+			r.ahead = ff.startRunsLocked(ff.h.Missing(start, end-start), true, ff.aheadLimitLocked())
 			if r.ahead < 0 {
 				r.ahead = end
 			}
@@ -423,13 +428,19 @@ func (r *Reader) plan(off, n int64, first bool) ([]*pendingBlock, error) {
 	return waits, nil
 }
 
-// aheadLimit is how many fetches a file's read-ahead may have in flight: its
-// share of the transfers among the files being fetched, 2 at least and
-// perFile at most. Past its share, a file's read-ahead would queue before
-// other files' reads for the transfers (first come, first served), and of
-// 16 files read at once some would starve: alone, a file gets them all.
-func (f *Fetcher) aheadLimit() int {
-	share := int64(f.transfers) / max(f.reading.Load(), 1)
+// aheadLimitLocked is how many fetches ff's read-ahead may have in flight:
+// its share of the transfers among the files being fetched (ff among them),
+// 2 at least and perFile at most. Past its share, a file's read-ahead would
+// queue before other files' reads for the transfers (first come, first
+// served), and of 16 files read at once some would starve; a file read alone
+// keeps its perFile. Called with ff.mu held.
+func (ff *fileFetch) aheadLimitLocked() int {
+	f := ff.f
+	n := f.reading.Load()
+	if ff.ops == 0 {
+		n++ // not counted while it has no fetch in flight
+	}
+	share := int64(f.transfers) / n
 	return int(min(int64(f.perFile), max(2, share)))
 }
 

@@ -168,7 +168,7 @@ func TestStoreReadAheadFillsAFilesRequests(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	fake.mu.Lock()
-	f := fake.putLocked(Area{Kind: Shared}, 0, "big.bin", make([]byte, 512<<20)) // never read: every request is held
+	f := fake.putLocked(Area{Kind: Shared}, 0, "big.bin", make([]byte, 256<<20)) // never read: every request is held
 	fake.mu.Unlock()
 	release := fake.hold("ReadRange")
 	t.Cleanup(release)
@@ -191,14 +191,19 @@ func TestStoreReadAheadFillsAFilesRequests(t *testing.T) {
 			return r.next == (i+1)*mib // where the next read in sequence goes
 		})
 	}
+	// Every fetch of a read starts as it is planned.
 	const want = 24 // 2 x 12
-	for end := time.Now().Add(5 * time.Second); fake.count("ReadRange") < want && time.Now().Before(end); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // room for a request too many
-	if n := fake.count("ReadRange"); n != want {
+	if n := fetchesInFlight(r); n != want {
 		t.Fatalf("%d range requests in flight for one file read in sequence, want %d (2 x --transfers)", n, want)
 	}
+	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return fake.count("ReadRange") == want })
+}
+
+// fetchesInFlight is how many fetches r's file has started and not ended.
+func fetchesInFlight(r *Reader) int {
+	r.ff.mu.Lock()
+	defer r.ff.mu.Unlock()
+	return r.ff.ops
 }
 
 // While other files are read, a file's read-ahead keeps to its share of the
@@ -228,7 +233,7 @@ func TestReadAheadKeepsToItsShareWhileOthersRead(t *testing.T) {
 	const mib = 1 << 20
 	open := func(name string) *Reader {
 		fake.mu.Lock()
-		f := fake.putLocked(Area{Kind: Shared}, 0, name, make([]byte, 256<<20)) // never read: every request is held
+		f := fake.putLocked(Area{Kind: Shared}, 0, name, make([]byte, 96<<20)) // never read: every request is held
 		fake.mu.Unlock()
 		r, err := s.Fetcher.Open(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
 		if err != nil {
@@ -257,8 +262,8 @@ func TestReadAheadKeepsToItsShareWhileOthersRead(t *testing.T) {
 			return r.next == (i+1)*mib
 		})
 	}
-	time.Sleep(50 * time.Millisecond) // room for requests too many
-	if n := fake.count("ReadRange") - 3; n != 4 {
+	if n := fetchesInFlight(r); n != 4 {
 		t.Fatalf("the file read in sequence has %d range requests in flight beside 3 other files' reads, want 4 (16 transfers / 4 files)", n)
 	}
+	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return fake.count("ReadRange") == 3+4 })
 }

@@ -68,12 +68,15 @@ const CallerGaveUp = "cache: the caller gave up while a change was on its way to
 // have the program make the change again.
 func (s *Store) settled(ctx context.Context, do func(ctx context.Context) error) error {
 	sctx := context.WithoutCancel(ctx)
+	var running atomic.Bool // do is running: the change may be on its way
+	running.Store(true)
 	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.Canceled) {
+		if running.Load() && errors.Is(ctx.Err(), context.Canceled) {
 			s.log.Debug(CallerGaveUp)
 		}
 	})
 	defer stop()
+	defer running.Store(false)
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithDeadline(sctx, dl)

@@ -111,7 +111,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&o.CacheMaxSize, "cache-max-size", "byte budget of the content cache, e.g. 10G (files open are never evicted)")
 	fs.Var((*units.Duration)(&o.DirCacheTime), "dir-cache-time", "how long folder listings are cached")
 	fs.IntVar(&o.DirReadAhead, "dir-read-ahead", o.DirReadAhead, "listing read-ahead: when a folder is listed, its subfolders (and theirs) are listed in the background, up to this many folders ahead of the reader, 16 at once; 0: off")
-	fs.Var(&o.ReadAhead, "read-ahead", "how far ahead of a sequential reader content is fetched; default (0): as far as a file's 2x --transfers requests of 8M at once reach, 256M at --transfers 16")
+	fs.Var(&o.ReadAhead, "read-ahead", "how far ahead of a sequential reader content is fetched; default (0): as far as a file's 2x --transfers requests of 8M at once reach, 256M at --transfers 16, 512M at most")
 	fs.Var(&o.RenameFetch, "rename-fetch-max", "the most content not in the cache a folder rename downloads before it returns; a larger folder answers EXDEV, so mv copies it with progress")
 	fs.IntVar(&o.Transfers, "transfers", o.Transfers, "parallel transfers: files uploaded at once (files of 1M or less: 4x as many), a big file in up to as many parts at once, 4 at least (4x as many parts in all); reads use 4x as many range requests")
 	fs.Var((*units.Duration)(&o.WriteBack), "write-back", "wait after a written file's last close before uploading it (a new open cancels the wait); files of 1M or less wait a tenth")

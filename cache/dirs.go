@@ -241,7 +241,8 @@ func listKey(gen uint64, key DirKey) string {
 // delete or rename ended while the service's answer was on its way) may
 // show the folder from before that change: it is fetched again, twice at
 // most, so that what the mount shows never goes back to before its own
-// change (the edit is made once the service has the change).
+// change (the edit is made once the service has the change); edited across
+// the third too, the cached listing, which holds the edits, answers.
 func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Listing, fetched bool, _ error) {
 	d.mu.Lock()
 	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
@@ -259,9 +260,19 @@ func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Lis
 		}
 		d.stats.listings.Add(1)
 		d.mu.Lock()
-		if d.edits[slot] != edits && try < 2 {
-			gen = d.gen // the next fetch begins after the edits seen
-			continue
+		if d.edits[slot] != edits {
+			if try < 2 {
+				gen = d.gen // the next fetch begins after the edits seen
+				continue
+			}
+			// Edited across every try: the cached listing holds the mount's
+			// edits and is the answer, where the one fetched may show the
+			// folder from before them (a file just deleted: readdir would
+			// list it, its open answer ENOENT). The next read fetches again.
+			if c, ok := d.dirs[key]; ok {
+				d.mu.Unlock()
+				return c, false, nil
+			}
 		}
 		l := newListing(d.visibleLocked(files), current, at)
 		if d.gen == gen {

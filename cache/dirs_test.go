@@ -2,9 +2,11 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,6 +183,54 @@ func TestDirsListingOlderThanAnEditIsFetchedAgain(t *testing.T) {
 	}
 	if c, ok := d.Cached(key); !ok || len(c.Files) != 1 || c.Files[0].ID != newer.ID {
 		t.Errorf("the cache holds %+v, want the listing made after the edit", c)
+	}
+}
+
+// Edited across every try (the mount's deletes landing while each listing
+// is on its way), the answer is the cached listing with the edits, never
+// one that shows a file the mount deleted: readdir would list it and its
+// open answer ENOENT (the model test met it, two workers deleting in one
+// folder under load).
+func TestDirsListingEditedAcrossEveryTryKeepsTheEdits(t *testing.T) {
+	fake := newFake(t)
+	area := Area{Kind: Shared}
+	var files []api.File
+	for i := range 3 {
+		files = append(files, fake.put(area, 0, fmt.Sprint("f", i), []byte("x")))
+	}
+	var later atomic.Int64 // how far the clock moved
+	start := time.Now()
+	d := NewDirs(fake, time.Minute, func() time.Time { return start.Add(time.Duration(later.Load())) })
+	key := DirKey{Area: area}
+	if l, err := d.List(context.Background(), key); err != nil || len(l.Files) != 3 {
+		t.Fatalf("first listing: %v, %v", l, err)
+	}
+	later.Store(int64(2 * time.Minute)) // the listing expired
+	next := 0
+	fake.mu.Lock()
+	fake.beforeAnswer = func(string) {
+		if next == len(files) {
+			return
+		}
+		// The mount's delete of the next file lands: on the service, then
+		// in the cache.
+		f := files[next]
+		next++
+		fake.mu.Lock()
+		delete(fake.files, f.ID)
+		fake.mu.Unlock()
+		d.Remove(key, f.ID)
+	}
+	fake.mu.Unlock()
+	l, err := d.List(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range l.Files {
+		t.Errorf("the listing shows %s (%d), which the mount deleted", f.Name, f.ID)
+	}
+	if n := fake.count("SharedFiles"); n != 4 {
+		t.Errorf("%d listings, want 4 (the first, then three tries)", n)
 	}
 }
 

@@ -41,9 +41,13 @@ type fakeClient struct {
 	// answerGates: by listing method, its calls read the files, then wait
 	// until it closes to answer. Guarded by mu.
 	answerGates map[string]chan struct{}
-	heldAnswers int                 // guarded by mu; listings that read the files and wait at an answer gate
-	calls       map[string]int      // guarded by mu; by method
-	uploads     []api.UploadRequest // guarded by mu; the Upload calls' requests
+	heldAnswers int            // guarded by mu; listings that read the files and wait at an answer gate
+	calls       map[string]int // guarded by mu; by method
+	// beforeAnswer, when set, runs once a listing has read the files and
+	// before it answers (a change landing while the answer is on its way).
+	// Guarded by mu.
+	beforeAnswer func(method string)
+	uploads      []api.UploadRequest // guarded by mu; the Upload calls' requests
 }
 
 // fakeFile is one file or folder of the fake service.
@@ -414,7 +418,11 @@ func (tr fakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if gate != nil {
 		tr.c.heldAnswers++
 	}
+	hook := tr.c.beforeAnswer
 	tr.c.mu.Unlock()
+	if hook != nil {
+		hook(method)
+	}
 	if gate != nil {
 		select {
 		case <-gate:

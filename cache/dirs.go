@@ -242,7 +242,8 @@ func listKey(gen uint64, key DirKey) string {
 // show the folder from before that change: it is fetched again, twice at
 // most, so that what the mount shows never goes back to before its own
 // change (the edit is made once the service has the change); edited across
-// the third too, the cached listing, which holds the edits, answers.
+// the third too, the cached listing, which holds the edits, answers (when
+// the cache holds the folder's listing: else the third is the answer).
 func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Listing, fetched bool, _ error) {
 	d.mu.Lock()
 	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
@@ -251,7 +252,7 @@ func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Lis
 	}
 	slot := editSlot(key)
 	for try := 0; ; try++ {
-		edits := d.edits[slot]
+		edits, cached := d.edits[slot], d.dirs[key]
 		d.mu.Unlock()
 		at := d.now()
 		files, current, err := d.fetch(ctx, key)
@@ -265,11 +266,13 @@ func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Lis
 				gen = d.gen // the next fetch begins after the edits seen
 				continue
 			}
-			// Edited across every try: the cached listing holds the mount's
-			// edits and is the answer, where the one fetched may show the
-			// folder from before them (a file just deleted: readdir would
-			// list it, its open answer ENOENT). The next read fetches again.
-			if c, ok := d.dirs[key]; ok {
+			// Edited across every try: when the cached listing of this very
+			// folder changed meanwhile (an edit, not another folder's of the
+			// slot), it holds the mount's edits and is the answer, where the
+			// one fetched may show the folder from before them (a file just
+			// deleted: readdir would list it, its open answer ENOENT). It
+			// may be older than the TTL: the next read fetches again.
+			if c, ok := d.dirs[key]; ok && c != cached {
 				d.mu.Unlock()
 				return c, false, nil
 			}

@@ -232,6 +232,16 @@ func TestDirsListingEditedAcrossEveryTryKeepsTheEdits(t *testing.T) {
 	if n := fake.count("SharedFiles"); n != 4 {
 		t.Errorf("%d listings, want 4 (the first, then three tries)", n)
 	}
+	// The answer was the cached listing, expired: the next read lists again.
+	fake.mu.Lock()
+	fake.beforeAnswer = nil
+	fake.mu.Unlock()
+	if l, err := d.List(context.Background(), key); err != nil || len(l.Files) != 0 {
+		t.Errorf("the next listing: %v, %v; want none of the deleted files", l, err)
+	}
+	if n := fake.count("SharedFiles"); n != 5 {
+		t.Errorf("%d listings, want 5 (the next read lists again)", n)
+	}
 }
 
 func TestDirsErrorsAreNotCachedAndHiddenFilesStayHidden(t *testing.T) {

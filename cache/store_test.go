@@ -155,55 +155,96 @@ func TestStoreUploadsInTransfersParts(t *testing.T) {
 	}
 }
 
+// heldReads is a read-only store whose range requests the fake service holds
+// (none is ever answered): a test counts the fetches its reads start.
+type heldReads struct {
+	t       *testing.T
+	fake    *fakeClient
+	s       *Store
+	ctx     context.Context
+	reads   sync.WaitGroup
+	readers []*Reader
+}
+
+func newHeldReads(t *testing.T, transfers int) *heldReads {
+	h := &heldReads{t: t, fake: newFake(t)}
+	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: h.fake, Transfers: transfers, ReadOnly: true, Log: testkit.Log(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.s = s
+	release := h.fake.hold("ReadRange")
+	ctx, cancel := context.WithCancel(context.Background())
+	h.ctx = ctx
+	t.Cleanup(func() {
+		cancel()
+		h.reads.Wait()
+		for _, r := range h.readers {
+			r.Close()
+		}
+		release()
+		s.Close()
+	})
+	return h
+}
+
+// open puts a file of size bytes on the service and opens it.
+func (h *heldReads) open(name string, size int) *Reader {
+	h.fake.mu.Lock()
+	f := h.fake.putLocked(Area{Kind: Shared}, 0, name, make([]byte, size)) // never read: every request is held
+	h.fake.mu.Unlock()
+	r, err := h.s.Fetcher.Open(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.readers = append(h.readers, r)
+	return r
+}
+
+const mib = 1 << 20
+
+// read asks for r's MiB at off, in the background (it waits for ever).
+func (h *heldReads) read(r *Reader, off int64) {
+	h.reads.Add(1)
+	go func() { defer h.reads.Done(); r.Ready(h.ctx, off, mib) }()
+}
+
+// inSequence reads r's first n MiB the kernel's way: each read is asked
+// before the one before it is answered, once that one is planned. Each opens
+// the window further.
+func (h *heldReads) inSequence(r *Reader, n int64) {
+	for i := range n {
+		h.read(r, i*mib)
+		testkit.WaitFor(h.t, 10*time.Second, "the read to be planned", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.next == (i+1)*mib // where the next read in sequence goes
+		})
+	}
+}
+
+// fetchesInFlight is how many fetches r's file has started and not ended:
+// every fetch of a read starts as it is planned.
+func fetchesInFlight(r *Reader) int {
+	r.ff.mu.Lock()
+	defer r.ff.mu.Unlock()
+	return r.ff.ops
+}
+
 // With the default read-ahead, a file read in sequence keeps as many range
 // requests in flight as a file may have (2 x --transfers, of 8 MiB each): a
 // window narrower than those requests leaves streams idle, which is what
 // held a cold read on a fast link below a 16-stream script (128 MiB, 16
 // requests, whatever --transfers).
 func TestStoreReadAheadFillsAFilesRequests(t *testing.T) {
-	fake := newFake(t)
-	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fake, Transfers: 12, ReadOnly: true, Log: testkit.Log(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	fake.mu.Lock()
-	f := fake.putLocked(Area{Kind: Shared}, 0, "big.bin", make([]byte, 256<<20)) // never read: every request is held
-	fake.mu.Unlock()
-	release := fake.hold("ReadRange")
-	t.Cleanup(release)
-	r, err := s.Fetcher.Open(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var reads sync.WaitGroup
-	t.Cleanup(func() { cancel(); reads.Wait(); r.Close() })
-	// A sequential reader, the kernel's way: each read is asked before the
-	// one before it is answered. Each opens the window further.
-	const mib = 1 << 20
-	for i := int64(0); i < 6; i++ {
-		reads.Add(1)
-		go func() { defer reads.Done(); r.Ready(ctx, i*mib, mib) }()
-		testkit.WaitFor(t, 10*time.Second, "the read to be planned", func() bool {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			return r.next == (i+1)*mib // where the next read in sequence goes
-		})
-	}
-	// Every fetch of a read starts as it is planned.
+	h := newHeldReads(t, 12)
+	r := h.open("big.bin", 256<<20)
+	h.inSequence(r, 6)
 	const want = 24 // 2 x 12
 	if n := fetchesInFlight(r); n != want {
 		t.Fatalf("%d range requests in flight for one file read in sequence, want %d (2 x --transfers)", n, want)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return fake.count("ReadRange") == want })
-}
-
-// fetchesInFlight is how many fetches r's file has started and not ended.
-func fetchesInFlight(r *Reader) int {
-	r.ff.mu.Lock()
-	defer r.ff.mu.Unlock()
-	return r.ff.ops
+	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return h.fake.count("ReadRange") == want })
 }
 
 // While other files are read, a file's read-ahead keeps to its share of the
@@ -211,59 +252,18 @@ func fetchesInFlight(r *Reader) int {
 // (the transfers go first come, first served), and of 16 files read at once
 // some would starve (bench-read's figure 8).
 func TestReadAheadKeepsToItsShareWhileOthersRead(t *testing.T) {
-	fake := newFake(t)
-	// 16 transfers, 8 requests per file at most.
-	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fake, Transfers: 4, ReadOnly: true, Log: testkit.Log(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	release := fake.hold("ReadRange")
-	t.Cleanup(release)
-	ctx, cancel := context.WithCancel(context.Background())
-	var reads sync.WaitGroup
-	var readers []*Reader
-	t.Cleanup(func() {
-		cancel()
-		reads.Wait()
-		for _, r := range readers {
-			r.Close()
-		}
-	})
-	const mib = 1 << 20
-	open := func(name string) *Reader {
-		fake.mu.Lock()
-		f := fake.putLocked(Area{Kind: Shared}, 0, name, make([]byte, 96<<20)) // never read: every request is held
-		fake.mu.Unlock()
-		r, err := s.Fetcher.Open(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
-		if err != nil {
-			t.Fatal(err)
-		}
-		readers = append(readers, r)
-		return r
-	}
-	read := func(r *Reader, off int64) {
-		reads.Add(1)
-		go func() { defer reads.Done(); r.Ready(ctx, off, mib) }()
-	}
+	h := newHeldReads(t, 4) // 16 transfers, 8 requests per file at most
 	// Three files read at one place each (no read-ahead): a request each.
 	for i := range 3 {
-		read(open(fmt.Sprint("other", i)), 5*mib)
+		h.read(h.open(fmt.Sprint("other", i), 96<<20), 5*mib)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the other files' reads", func() bool { return fake.count("ReadRange") == 3 })
+	testkit.WaitFor(t, 10*time.Second, "the other files' reads", func() bool { return h.fake.count("ReadRange") == 3 })
 	// A fourth read in sequence: its share of 16 transfers among 4 files is
 	// 4 requests, where alone it would have 8.
-	r := open("big.bin")
-	for i := int64(0); i < 6; i++ {
-		read(r, i*mib)
-		testkit.WaitFor(t, 10*time.Second, "the read to be planned", func() bool {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			return r.next == (i+1)*mib
-		})
-	}
+	r := h.open("big.bin", 96<<20)
+	h.inSequence(r, 6)
 	if n := fetchesInFlight(r); n != 4 {
 		t.Fatalf("the file read in sequence has %d range requests in flight beside 3 other files' reads, want 4 (16 transfers / 4 files)", n)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return fake.count("ReadRange") == 3+4 })
+	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return h.fake.count("ReadRange") == 3+4 })
 }

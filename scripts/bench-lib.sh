@@ -69,14 +69,16 @@ timed() {
 	t1=$(now)
 	secs "$t0" "$t1"
 }
-# best of two or three, for noisy or short measurements
-best2() { printf '%s\n%s\n' "$1" "$2" | sort -n | head -1; }
+# least prints the smallest of its arguments (times): the best of several
+# tries; best2 and best3 for noisy or short measurements.
+least() { printf '%s\n' "$@" | sort -n | head -1; }
+best2() { least "$1" "$2"; }
 best3() {
 	local a b c
 	a=$(timed "$@") || return 1
 	b=$(timed "$@") || return 1
 	c=$(timed "$@") || return 1
-	printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -n | head -1
+	least "$a" "$b" "$c"
 }
 fstype() { df --output=fstype "$work" | tail -1; }
 

@@ -32,23 +32,31 @@ type dialectEnv struct {
 // calls dialectDemo.
 func dialectClient(t *testing.T, sw string, mods ...func(*api.Options)) *dialectEnv {
 	t.Helper()
-	return startDialect(t, sw, emulator.SeedEmpty, mods...)
+	return startDialect(t, sw, emulator.SeedEmpty, 20*time.Millisecond, mods...)
+}
+
+// dialectPending is dialectClient with state-machine steps of an hour: what
+// the test makes stays pending (an image installed is pending for two steps,
+// which a loaded machine passed at 20 ms before the test's next request).
+func dialectPending(t *testing.T, sw string) *dialectEnv {
+	t.Helper()
+	return startDialect(t, sw, emulator.SeedEmpty, time.Hour)
 }
 
 // dialectDemo is dialectClient on the demo organization (a running
 // computer, a task, images in every state).
 func dialectDemo(t *testing.T, sw string) *dialectEnv {
 	t.Helper()
-	return startDialect(t, sw, emulator.SeedDemo)
+	return startDialect(t, sw, emulator.SeedDemo, 20*time.Millisecond)
 }
 
-func startDialect(t *testing.T, sw, seed string, mods ...func(*api.Options)) *dialectEnv {
+func startDialect(t *testing.T, sw, seed string, step time.Duration, mods ...func(*api.Options)) *dialectEnv {
 	t.Helper()
 	d, err := emulator.DialectOf(sw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := emutest.Start(t, emulator.Options{Seed: seed, StepDelay: 20 * time.Millisecond, Log: testkit.Quiet(), Dialect: d})
+	s := emutest.Start(t, emulator.Options{Seed: seed, StepDelay: step, Log: testkit.Quiet(), Dialect: d})
 	opts := api.Options{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, MaxAttempts: 6}
 	for _, m := range mods {
 		m(&opts)
@@ -131,7 +139,7 @@ var dialectRows = map[string]func(t *testing.T){
 		}
 	},
 	"four-digit-422": func(t *testing.T) {
-		v := dialectClient(t, "four-digit-422")
+		v := dialectPending(t, "four-digit-422")
 		_, err := v.c.CreateDownload(t.Context(), api.CreateDownloadRequest{})
 		if e := apiErr(t, err); e.Code != 4722 || e.HTTPStatus != 422 || e.Temporary() {
 			t.Fatalf("%v: code %d, HTTP %d; want 4722 at HTTP 422, not temporary", e, e.Code, e.HTTPStatus)

@@ -221,9 +221,10 @@ func checkTarget(t Target) error {
 // staged file already pending at t is replaced (its upload cancelled; the new
 // one inherits what it replaced and what it was to delete).
 //
-// Create does not open the file for writing: the mount calls OpenWriter for
-// the handle it opens. A file nobody opens is uploaded (empty) after the
-// write-back delay.
+// The staged file comes back with one writer open, the caller's handle
+// (CloseWriter ends it): nothing, not even the empty file, is uploaded before
+// that close. A writer counted after Create would race the write-back timer,
+// which could upload and close the empty file first.
 func (s *Staging) Create(t Target, replaces int64) (*Staged, error) {
 	return s.CreateAt(t, replaces, "")
 }
@@ -246,7 +247,7 @@ func (s *Staging) CreateAt(t Target, replaces int64, path string) (*Staged, erro
 	if err != nil {
 		return nil, fmt.Errorf("staging: %w", err)
 	}
-	return s.publishLocked(seq, f, t, replaces, 0, path)
+	return s.publishLocked(seq, f, t, replaces, 1, path)
 }
 
 // CreateFrom is Create for a copy of existing content: fill writes it into

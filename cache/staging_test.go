@@ -127,7 +127,8 @@ func (e *stagingEnv) create(s *Staging, t Target, replaces int64, data []byte) *
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.write(st, data)
+	defer st.CloseWriter()
+	e.writeOpen(st, data)
 	return st
 }
 
@@ -655,7 +656,6 @@ func TestStagingUnderFaults(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			st.OpenWriter()
 			defer st.CloseWriter()
 			if _, err := st.File().WriteAt(data, 0); err != nil {
 				t.Error(err)
@@ -747,6 +747,33 @@ func TestStagingFlushWaitsAndUploadsAgain(t *testing.T) {
 
 // TestStagingOpenFileOutlivesItsUpload: an upload while a writer has the file
 // open (fsync) keeps it staged; a later change is uploaded over it.
+// A new file comes back from Create with its creator's writer open: with a
+// write-back delay far shorter than the gap before the first write, nothing
+// is uploaded until the close, and then the content, once. (Counted after
+// Create, the writer raced the write-back timer: the empty file went up and
+// its staging copy was closed under the write, "file already closed".)
+func TestStagingCreateHoldsItsCreatorsWriter(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Microsecond})
+	tg := stagingShared("new.txt")
+	st, err := s.Create(tg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // 500,000 write-back delays of a small file
+	if got := e.onUploaded(); len(got) != 0 {
+		t.Fatalf("uploaded before its creator closed it: %+v", got)
+	}
+	e.writeOpen(st, []byte("content"))
+	st.CloseWriter()
+	testkit.WaitFor(t, 5*time.Second, "the upload", func() bool { return len(e.onUploaded()) == 1 })
+	e.want(tg, []byte("content"))
+	time.Sleep(20 * time.Millisecond)
+	if got := e.onUploaded(); len(got) != 1 {
+		t.Fatalf("%d uploads, want 1", len(got))
+	}
+}
+
 func TestStagingOpenFileOutlivesItsUpload(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: 50 * time.Millisecond})
@@ -755,7 +782,6 @@ func TestStagingOpenFileOutlivesItsUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.OpenWriter()
 	e.writeOpen(st, []byte("line 1\n"))
 	if err := s.Flush(context.Background(), st); err != nil {
 		t.Fatal(err)
@@ -867,6 +893,7 @@ func TestStagingLoadCleansUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.CloseWriter()
 	st.DeleteAfterUpload(98)
 	var r stagedRecord
 	b, err := os.ReadFile(filepath.Join(e.dir, "9.json"))

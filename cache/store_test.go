@@ -137,7 +137,6 @@ func TestStoreUploadsInTransfersParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.OpenWriter()
 	if _, err := st.File().WriteAt([]byte("content"), 0); err != nil {
 		t.Fatal(err)
 	}

@@ -488,7 +488,6 @@ func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr)
 		return nil, Errno(n.fsys.log, "creating "+n.Path(nil)+"/"+name, err)
 	}
 	n.fsys.store.Attrs.ResetPending(t, set)
-	st.OpenWriter()
 	return st, 0
 }
 

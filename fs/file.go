@@ -461,9 +461,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	// A file open in passthrough is staged whole even when truncating: the
 	// kernel's file becomes the staging copy (StageCopy), truncated after.
 	if truncate && !n.ptActive() {
-		if st, err = n.fsys.store.Staging.CreateAt(n.target(), f.ID, n.Path(nil)); err == nil {
-			st.OpenWriter()
-		}
+		st, err = n.fsys.store.Staging.CreateAt(n.target(), f.ID, n.Path(nil))
 	} else {
 		// Complete before anybody sees it (Store.StageCopy).
 		st, err = n.fsys.store.StageCopy(ctx, n.target(), f, f.ID)
@@ -517,11 +515,7 @@ func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*cache.Staged
 		return nil, errno
 	}
 	if errno == syscall.ENOENT {
-		st, err := n.fsys.store.Staging.Create(n.target(), f.ID)
-		if err == nil {
-			st.OpenWriter()
-		}
-		return st, err
+		return n.fsys.store.Staging.Create(n.target(), f.ID)
 	}
 	return n.fsys.store.StageCopy(ctx, n.target(), cur, f.ID)
 }

@@ -92,6 +92,8 @@ type folderState struct {
 type bundleJob struct {
 	folder       DirKey
 	files        map[string]api.File // by name
+	order        []int64             // the files' ids in the listing's order: the ZIP's, so that a reader in that order is served while it is unpacked
+	total        int64               // the files' bytes
 	waits        map[int64]chan struct{}
 	cancel       context.CancelFunc
 	lastInterest time.Time // guarded by Bundler.mu
@@ -136,7 +138,7 @@ func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
 		return
 	}
 	// Choose the files, outside the lock (the cache is asked about each).
-	chosen, total := b.choose(files)
+	chosen, order, total := b.choose(files)
 	if len(chosen) < b.opts.MinFiles {
 		// Mostly cached already: do not scan the folder again on every open.
 		b.mu.Lock()
@@ -145,7 +147,7 @@ func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
 		b.mu.Unlock()
 		return
 	}
-	b.start(dir, st, chosen, total, now)
+	b.start(dir, st, chosen, order, total, now)
 }
 
 // noteOpened counts the opening of small file f in folder dir, and returns
@@ -179,8 +181,10 @@ func (b *Bundler) noteOpened(dir DirKey, f api.File, now time.Time) *folderState
 }
 
 // choose picks the files of a listing a bundle would bring: small files not
-// cached yet whose name is unique in the folder, within the bundle's limits.
-func (b *Bundler) choose(files []api.File) (chosen map[string]api.File, total int64) {
+// cached yet whose name is unique in the folder, within the bundle's limits;
+// order is their ids in the listing's order, the order readdir shows them
+// in and cp -r, rsync and file managers read them in.
+func (b *Bundler) choose(files []api.File) (chosen map[string]api.File, order []int64, total int64) {
 	seen := map[string]int{}
 	for _, x := range files {
 		seen[x.Name]++
@@ -194,16 +198,17 @@ func (b *Bundler) choose(files []api.File) (chosen map[string]api.File, total in
 			continue
 		}
 		chosen[x.Name] = x
+		order = append(order, x.ID)
 		total += x.Size
 	}
-	return chosen, total
+	return chosen, order, total
 }
 
 // start starts a bundle of the chosen files of folder dir, unless another
 // started meanwhile or the bundler was disabled or closed.
-func (b *Bundler) start(dir DirKey, st *folderState, chosen map[string]api.File, total int64, now time.Time) {
+func (b *Bundler) start(dir DirKey, st *folderState, chosen map[string]api.File, order []int64, total int64, now time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
-	job := &bundleJob{folder: dir, files: chosen, waits: map[int64]chan struct{}{}, cancel: cancel, lastInterest: now}
+	job := &bundleJob{folder: dir, files: chosen, order: order, total: total, waits: map[int64]chan struct{}{}, cancel: cancel, lastInterest: now}
 	b.mu.Lock()
 	if st.job != nil || b.disabled || b.closed {
 		b.mu.Unlock()
@@ -340,12 +345,20 @@ func (b *Bundler) run(ctx context.Context, job *bundleJob) {
 	}
 }
 
+// bundleStreams is how many ranged requests fetch a bundle's ZIP at once.
+const bundleStreams = 8
+
+// bundleBlock is the range a request of a bundle's ZIP asks for: an eighth
+// of the files' bytes (the ZIP's size is known only once its first range
+// answers, so that first range is fetched alone), between 1 and 8 MiB. At
+// 8 MiB, the ZIP of 1,000 files of 8 KiB came in one range of 8 MiB, one
+// stream's time.
+func bundleBlock(total int64) int64 {
+	return min(8<<20, max(1<<20, total/bundleStreams))
+}
+
 func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
-	ids := make([]int64, 0, len(job.files))
-	for _, f := range job.files {
-		ids = append(ids, f.ID)
-	}
-	link, err := b.opts.Client.CreateDownload(ctx, api.CreateDownloadRequest{FileIDs: ids})
+	link, err := b.opts.Client.CreateDownload(ctx, api.CreateDownloadRequest{FileIDs: job.order})
 	if err != nil {
 		return err
 	}
@@ -370,7 +383,7 @@ func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	n, err := b.opts.Client.DownloadTo(ctx, api.DownloadToRequest{URL: jobURL, Dst: tmp, Parallel: 4})
+	n, err := b.opts.Client.DownloadTo(ctx, api.DownloadToRequest{URL: jobURL, Dst: tmp, Parallel: bundleStreams, BlockSize: bundleBlock(job.total)})
 	if err != nil {
 		return err
 	}
@@ -424,7 +437,7 @@ func (b *Bundler) store(ze *zip.File, f api.File) error {
 }
 
 // await polls a job until it is uploaded and returns its ZIP's URL: every
-// PollInterval/2 while a read waits for it (a poll is one small request; a
+// PollInterval/4 while a read waits for it (a poll is one small request; a
 // reader waiting is the whole transfer waiting), else at growing intervals.
 func (b *Bundler) await(ctx context.Context, bj *bundleJob, id int64) (string, error) {
 	wait := b.opts.PollInterval
@@ -447,7 +460,7 @@ func (b *Bundler) await(ctx context.Context, bj *bundleJob, id int64) (string, e
 		b.mu.Unlock()
 		next := wait
 		if waiting {
-			next = b.opts.PollInterval / 2
+			next = b.opts.PollInterval / 4
 		}
 		t := time.NewTimer(next)
 		select {

@@ -47,7 +47,8 @@ type fakeClient struct {
 	// before it answers (a change landing while the answer is on its way).
 	// Guarded by mu.
 	beforeAnswer func(method string)
-	uploads      []api.UploadRequest // guarded by mu; the Upload calls' requests
+	uploads      []api.UploadRequest     // guarded by mu; the Upload calls' requests
+	downloads    []api.DownloadToRequest // guarded by mu; the DownloadTo calls' requests
 }
 
 // fakeFile is one file or folder of the fake service.
@@ -303,6 +304,7 @@ func (c *fakeClient) DownloadTo(ctx context.Context, req api.DownloadToRequest) 
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	c.mu.Lock()
+	c.downloads = append(c.downloads, req)
 	for _, fid := range c.jobs[id] {
 		if f, ok := c.files[fid]; ok {
 			w, _ := zw.Create(f.file.Name)

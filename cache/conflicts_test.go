@@ -223,3 +223,39 @@ func TestStagingDeletedAsReplacedStaysKnown(t *testing.T) {
 		t.Error("a version deleted as replaced is not known")
 	}
 }
+
+// The same for a rename's copy removed before its upload (mv f g; rm g):
+// the old version is deleted in the background, and a new file at the old
+// name that goes up while that deletion is on its way is no conflict (the
+// model test met one under load: the new file went up as a conflict copy,
+// the deletion then took the name's version, and the name was left empty).
+func TestStagingRemovedRenameCopyThenRecreateIsNoConflict(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	tg, moved := stagingShared("doc.txt"), stagingShared("moved.txt")
+	old := e.serviceFile(tg, []byte("v1"))
+	cp := e.create(s, moved, 0, []byte("v1"))
+	cp.DeleteAfterUpload(old) // mv doc.txt moved.txt
+	release := e.fake.hold("DeleteFile")
+	defer release()
+	if err := s.Remove(cp); err != nil { // rm moved.txt
+		t.Fatal(err)
+	}
+	st := e.create(s, tg, 0, []byte("new")) // echo new > doc.txt
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Flush(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	testkit.WaitFor(t, 5*time.Second, "the old version's deletion", func() bool {
+		e.fake.mu.Lock()
+		defer e.fake.mu.Unlock()
+		_, there := e.fake.files[old]
+		return !there
+	})
+	if c, n := s.Conflicts(); n != 0 {
+		t.Fatalf("%d conflicts, want none: %+v", n, c)
+	}
+	e.want(tg, []byte("new"))
+}

@@ -457,6 +457,14 @@ func (s *Staging) deleteLater(ids []int64, name string, why string) {
 	if s.closed || len(ids) == 0 {
 		return
 	}
+	// Known from now on (knownLocked), as in deleteReplaced: the staged file
+	// that listed them is gone, and an upload at their name before the
+	// deletion ends must not take them for another writer's (a new file at
+	// a name renamed away went up as a conflict copy, and the deletion
+	// then left the name empty).
+	for _, id := range ids {
+		s.mine.Add(id, struct{}{})
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

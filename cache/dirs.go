@@ -569,6 +569,17 @@ func (d *Dirs) Hide(key DirKey, id int64) {
 	d.Remove(key, id)
 }
 
+// HideIDs hides files, wherever they are, in the listings fetched from now
+// on: at the start, the old names of files renamed away whose successors
+// are still staged (none is cached yet).
+func (d *Dirs) HideIDs(ids []int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		d.hide[id] = true
+	}
+}
+
 // Unhide shows a file hidden again in the listings fetched from now on.
 func (d *Dirs) Unhide(id int64) {
 	d.mu.Lock()

@@ -286,3 +286,18 @@ func (s *Staging) removeFiles(seq int64) {
 	os.Remove(s.recordPath(seq))
 	os.Remove(s.dataPath(seq))
 }
+
+// Superseded lists the service files that staged files delete once they are
+// uploaded (the old names of files renamed away): the mount shows none of
+// them, after a restart too (Store hides them when it opens).
+func (s *Staging) Superseded() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for _, st := range s.entries {
+		if !st.unstagedLocked() {
+			ids = append(ids, st.deleteAfter...)
+		}
+	}
+	return ids
+}

@@ -604,7 +604,6 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st.OpenWriter()
 			e.writeOpen(st, want[open])
 			if len(e.stagedNames()) != 2*len(want) {
 				t.Fatalf("staged files %v", e.stagedNames())

@@ -127,6 +127,9 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// A file renamed away before a crash stays away: its old version is
+	// deleted once the new name is up, and listed until then.
+	s.Dirs.HideIDs(s.Staging.Superseded())
 	s.Attrs.KeepPending(func(t Target) bool { return s.Staging.Lookup(t) != nil })
 	if s.retirer, err = openRetirer(s, filepath.Join(opts.Dir, RetiringFile), log); err != nil {
 		return nil, err

@@ -154,6 +154,61 @@ func TestStoreUploadsInTransfersParts(t *testing.T) {
 	}
 }
 
+// A file renamed away stays away after a restart (a crash, or an unmount
+// with its successor not yet uploaded): its old version is listed on the
+// service until the new name is up, and the mount showed it back at its old
+// name until then (the model test met it after a SIGKILL: a name renamed
+// away was "in the mount only").
+func TestStoreRenamedAwayStaysAwayAfterARestart(t *testing.T) {
+	fake := newFake(t)
+	shared := Area{Kind: Shared}
+	root := DirKey{Area: shared}
+	old := fake.put(shared, 0, "f1", []byte("v1"))
+	dir := t.TempDir()
+	open := func() *Store {
+		s, err := OpenStore(StoreOptions{Dir: dir, Client: fake, DirCacheTime: time.Hour, WriteBack: time.Hour, Log: testkit.Log(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	names := func(s *Store) []string {
+		l, err := s.Dirs.List(context.Background(), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range l.Files {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	s := open()
+	if got := names(s); !slices.Equal(got, []string{"f1"}) {
+		t.Fatalf("listed %v", got)
+	}
+	st, err := s.StageCopy(context.Background(), Target{Area: shared, Name: "g"}, old, 0) // mv f1 g
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Supersede(root, old, st)
+	st.CloseWriter()
+	if got := names(s); len(got) != 0 {
+		t.Fatalf("listed %v after the rename, want nothing on the service but the staged g", got)
+	}
+	s.Close()
+
+	release := fake.hold("Upload") // the restart resumes g's upload at once: held
+	s = open()
+	t.Cleanup(func() { release(); s.Close() })
+	if s.Staging.Lookup(Target{Area: shared, Name: "g"}) == nil {
+		t.Fatal("g is not staged after the restart")
+	}
+	if got := names(s); len(got) != 0 {
+		t.Fatalf("listed %v after the restart: the name renamed away is back", got)
+	}
+}
+
 // heldReads is a read-only store whose range requests the fake service holds
 // (none is ever answered): a test counts the fetches its reads start.
 type heldReads struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,12 +108,17 @@ type Dirs struct {
 	mu      sync.Mutex
 	dirs    map[DirKey]*Listing // guarded by mu
 	seats   *seatList           // guarded by mu
-	gen     uint64              // guarded by mu; bumped by DropAll and edits, so a listing fetch begun before is not stored
-	edits   [64]uint64          // guarded by mu; edits of the folders of each slot (editSlot), so a listing fetched across one is fetched again
-	seatGen uint64              // guarded by mu; the same for the computer list (DropAll, DropSeats)
-	adds    int                 // guarded by mu; listings stored since the last pruning
-	hide    map[int64]bool      // guarded by mu; files the mount removed that the service may still list
-	silent  bool                // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
+	gen     uint64              // guarded by mu; bumped by DropAll, so a listing fetch begun before is not stored
+	editSeq uint64              // guarded by mu; the mount's edits of listings so far (edit)
+	// editLog holds the edits made while listing fetches were on their way,
+	// by folder, to be made again on those fetches' answers; fetching counts
+	// the fetches on their way by the editSeq at their start. Guarded by mu.
+	editLog  map[DirKey][]loggedEdit
+	fetching map[uint64]int
+	seatGen  uint64         // guarded by mu; the same for the computer list (DropAll, DropSeats)
+	adds     int            // guarded by mu; listings stored since the last pruning
+	hide     map[int64]bool // guarded by mu; files the mount removed that the service may still list
+	silent   bool           // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
 
 	ahead *dirAhead // nil: no read-ahead; its state is guarded by mu (dirahead.go)
 
@@ -233,63 +239,87 @@ func listKey(gen uint64, key DirKey) string {
 }
 
 // fetchListing lists a folder and caches its listing, unless the cache was
-// dropped or edited since gen. A fetch that ended between the caller's look
+// dropped since gen (DropAll). A fetch that ended between the caller's look
 // at the cache and this one stored its listing: that one is the answer, and
 // fetched is false.
 //
-// A listing that the mount edited the folder across (its own upload,
-// delete or rename ended while the service's answer was on its way) may
-// show the folder from before that change: it is fetched again, twice at
-// most, so that what the mount shows never goes back to before its own
-// change (the edit is made once the service has the change); edited across
-// the third too, the cached listing, which holds the edits, answers (when
-// the cache holds the folder's listing: else the third is the answer).
+// The mount's own changes of the folder that end while the service's answer
+// is on its way (an upload, a delete, a rename: each edits the cache once
+// the service has it) may or may not show in that answer: they are made on
+// it again (the edit log), so that what the mount shows never goes back to
+// before its own change, whether the folder's listing was cached or not (a
+// file just deleted: readdir would list it and its open answer ENOENT).
 func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Listing, fetched bool, _ error) {
 	d.mu.Lock()
 	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
 		d.mu.Unlock()
 		return l, false, nil
 	}
-	slot := editSlot(key)
-	for try := 0; ; try++ {
-		edits, cached := d.edits[slot], d.dirs[key]
-		d.mu.Unlock()
-		at := d.now()
-		files, current, err := d.fetch(ctx, key)
-		if err != nil {
-			return nil, false, err
-		}
-		d.stats.listings.Add(1)
-		d.mu.Lock()
-		if d.edits[slot] != edits {
-			if try < 2 {
-				gen = d.gen // the next fetch begins after the edits seen
-				continue
-			}
-			// Edited across every try: when the cached listing of this very
-			// folder changed meanwhile (an edit, not another folder's of the
-			// slot), it holds the mount's edits and is the answer, where the
-			// one fetched may show the folder from before them (a file just
-			// deleted: readdir would list it, its open answer ENOENT). It
-			// may be older than the TTL: the next read fetches again.
-			if c, ok := d.dirs[key]; ok && c != cached {
-				d.mu.Unlock()
-				return c, false, nil
-			}
-		}
-		l := newListing(d.visibleLocked(files), current, at)
-		if d.gen == gen {
-			d.dirs[key] = l
-			d.pruneLocked()
-		}
-		d.mu.Unlock()
-		return l, true, nil
+	since := d.beginFetchLocked()
+	d.mu.Unlock()
+	at := d.now()
+	files, current, err := d.fetch(ctx, key)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer d.endFetchLocked(since)
+	if err != nil {
+		return nil, false, err
 	}
+	d.stats.listings.Add(1)
+	for _, e := range d.editLog[key] {
+		if e.seq > since {
+			files = e.f(files)
+		}
+	}
+	l := newListing(d.visibleLocked(files), current, at)
+	if d.gen == gen {
+		d.dirs[key] = l
+		d.pruneLocked()
+	}
+	return l, true, nil
 }
 
-// editSlot is the slot of d.edits that counts the edits of folder key.
-func editSlot(key DirKey) int {
-	return int((uint64(key.ID)*31 + uint64(key.Area.MachineID)*7 + uint64(key.Area.Kind)) % 64)
+// loggedEdit is an edit of a folder's listing (Put, Remove), numbered.
+type loggedEdit struct {
+	seq uint64
+	f   func([]api.File) []api.File
+}
+
+// beginFetchLocked counts a listing fetch on its way and returns the number
+// of the last edit it may miss the edits after.
+func (d *Dirs) beginFetchLocked() uint64 {
+	if d.fetching == nil {
+		d.fetching = map[uint64]int{}
+	}
+	d.fetching[d.editSeq]++
+	return d.editSeq
+}
+
+// endFetchLocked counts the end of a fetch begun after edit since, and
+// forgets the edits that no fetch on its way may miss.
+func (d *Dirs) endFetchLocked(since uint64) {
+	if d.fetching[since]--; d.fetching[since] <= 0 {
+		delete(d.fetching, since)
+	}
+	if len(d.fetching) == 0 {
+		d.editLog = nil
+		return
+	}
+	oldest := d.editSeq
+	for s := range d.fetching {
+		oldest = min(oldest, s)
+	}
+	for key, log := range d.editLog {
+		i := 0
+		for i < len(log) && log[i].seq <= oldest {
+			i++
+		}
+		if i == len(log) {
+			delete(d.editLog, key)
+		} else if i > 0 {
+			d.editLog[key] = slices.Clone(log[i:])
+		}
+	}
 }
 
 // shared runs fetch once for every caller of key at a time, and waits for
@@ -528,15 +558,20 @@ func (d *Dirs) Remove(key DirKey, id int64) {
 }
 
 // edit replaces a cached listing by an edited copy (readers keep the old
-// one). It bumps the generation: a listing fetched from before the edit is
-// not stored over it. Hidden files stay out, as in a fetched listing: a Put
-// of a file renamed away meanwhile (its upload ending as the rename
-// happened) does not bring it back.
+// one). While listing fetches are on their way, the edit is logged, to be
+// made on their answers too (fetchListing). Hidden files stay out, as in a
+// fetched listing: a Put of a file renamed away meanwhile (its upload
+// ending as the rename happened) does not bring it back.
 func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.gen++
-	d.edits[editSlot(key)]++
+	d.editSeq++
+	if len(d.fetching) > 0 {
+		if d.editLog == nil {
+			d.editLog = map[DirKey][]loggedEdit{}
+		}
+		d.editLog[key] = append(d.editLog[key], loggedEdit{seq: d.editSeq, f: f})
+	}
 	l, ok := d.dirs[key]
 	if !ok {
 		return

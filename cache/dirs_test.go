@@ -143,10 +143,10 @@ func TestDirsDropAllIsNotUndoneByAFetchInFlight(t *testing.T) {
 }
 
 // A listing the service made before the mount's own change, arriving after
-// it, is not the answer: the folder is listed again, and what the mount
+// it, shows the change: the edit is made on it again, and what the mount
 // shows never goes back to before its own change (a file whose upload just
-// ended, listed at its old size).
-func TestDirsListingOlderThanAnEditIsFetchedAgain(t *testing.T) {
+// ended, listed at its old size), with no second listing.
+func TestDirsListingOlderThanAnEditShowsTheEdit(t *testing.T) {
 	fake := newFake(t)
 	area := Area{Kind: Shared}
 	old := fake.put(area, 0, "f", []byte("old"))
@@ -178,69 +178,76 @@ func TestDirsListingOlderThanAnEditIsFetchedAgain(t *testing.T) {
 	if len(l.Files) != 1 || l.Files[0].ID != newer.ID || l.Files[0].Size != 5 {
 		t.Errorf("the listing after the upload shows %+v, want only the new version %d (5 bytes; the old was %d)", l.Files, newer.ID, old.ID)
 	}
-	if n := fake.count("SharedFiles"); n != 2 {
-		t.Errorf("%d listings, want 2 (the first arrived after the edit)", n)
+	if n := fake.count("SharedFiles"); n != 1 {
+		t.Errorf("%d listings, want 1", n)
 	}
 	if c, ok := d.Cached(key); !ok || len(c.Files) != 1 || c.Files[0].ID != newer.ID {
-		t.Errorf("the cache holds %+v, want the listing made after the edit", c)
+		t.Errorf("the cache holds %+v, want the listing with the edit", c)
 	}
 }
 
-// Edited across every try (the mount's deletes landing while each listing
-// is on its way), the answer is the cached listing with the edits, never
-// one that shows a file the mount deleted: readdir would list it and its
-// open answer ENOENT (the model test met it, two workers deleting in one
-// folder under load).
-func TestDirsListingEditedAcrossEveryTryKeepsTheEdits(t *testing.T) {
+// The mount's edits that land while a listing is on its way (deletes and
+// uploads by two workers in one folder) are made on its answer, also when
+// the folder had no listing cached to edit: the answer never shows a file
+// the mount deleted (readdir would list it and its open answer ENOENT: the
+// model test met it under load) nor misses one it uploaded. Each listing
+// gets the edits that landed during it, however many.
+func TestDirsListingEditedAcrossKeepsTheEdits(t *testing.T) {
 	fake := newFake(t)
 	area := Area{Kind: Shared}
 	var files []api.File
-	for i := range 3 {
+	for i := range 4 {
 		files = append(files, fake.put(area, 0, fmt.Sprint("f", i), []byte("x")))
 	}
 	var later atomic.Int64 // how far the clock moved
 	start := time.Now()
 	d := NewDirs(fake, time.Minute, func() time.Time { return start.Add(time.Duration(later.Load())) })
 	key := DirKey{Area: area}
-	if l, err := d.List(context.Background(), key); err != nil || len(l.Files) != 3 {
-		t.Fatalf("first listing: %v, %v", l, err)
-	}
-	later.Store(int64(2 * time.Minute)) // the listing expired
-	next := 0
+	var uploaded []api.File
 	fake.mu.Lock()
 	fake.beforeAnswer = func(string) {
-		if next == len(files) {
-			return
-		}
-		// The mount's delete of the next file lands: on the service, then
-		// in the cache.
-		f := files[next]
-		next++
+		// The mount's delete of the next file lands, and an upload of its
+		// own: on the service, then in the cache.
+		f := files[len(uploaded)]
 		fake.mu.Lock()
 		delete(fake.files, f.ID)
+		up := fake.putLocked(area, 0, fmt.Sprint("new", len(uploaded)), []byte("y"))
 		fake.mu.Unlock()
+		uploaded = append(uploaded, up)
 		d.Remove(key, f.ID)
+		d.Put(key, up)
 	}
 	fake.mu.Unlock()
-	l, err := d.List(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
+	want := func(what string, names ...string) {
+		t.Helper()
+		l, err := d.List(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range l.Files {
+			got = append(got, f.Name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, names) {
+			t.Fatalf("%s lists %v, want %v", what, got, names)
+		}
 	}
-	for _, f := range l.Files {
-		t.Errorf("the listing shows %s (%d), which the mount deleted", f.Name, f.ID)
-	}
-	if n := fake.count("SharedFiles"); n != 4 {
-		t.Errorf("%d listings, want 4 (the first, then three tries)", n)
-	}
-	// The answer was the cached listing, expired: the next read lists again.
+	want("the first listing (none cached)", "f1", "f2", "f3", "new0")
+	later.Store(int64(2 * time.Minute)) // expired: listed again
+	want("the second listing (one cached)", "f2", "f3", "new0", "new1")
 	fake.mu.Lock()
 	fake.beforeAnswer = nil
 	fake.mu.Unlock()
-	if l, err := d.List(context.Background(), key); err != nil || len(l.Files) != 0 {
-		t.Errorf("the next listing: %v, %v; want none of the deleted files", l, err)
+	want("the cached listing", "f2", "f3", "new0", "new1")
+	if n := fake.count("SharedFiles"); n != 2 {
+		t.Errorf("%d listings, want 2 (one each time, the cache after)", n)
 	}
-	if n := fake.count("SharedFiles"); n != 5 {
-		t.Errorf("%d listings, want 5 (the next read lists again)", n)
+	d.mu.Lock()
+	logged, fetching := len(d.editLog), len(d.fetching)
+	d.mu.Unlock()
+	if logged != 0 || fetching != 0 {
+		t.Errorf("with no listing on its way, %d folders' edits logged and %d fetches counted", logged, fetching)
 	}
 }
 

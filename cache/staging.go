@@ -84,7 +84,8 @@ type StagingOptions struct {
 	OnRetired func(f api.File, data string)
 	// OnSuperseded, when set, is called after an upload to t made service
 	// file id that the staging deletes later (the file was renamed while it
-	// went up): no listing may show it meanwhile. No lock is held.
+	// went up, or removed once OnUploaded had told of it): no listing may
+	// show it meanwhile or after. No lock is held.
 	OnSuperseded func(t Target, id int64)
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
@@ -206,6 +207,60 @@ func TestStoreRenamedAwayStaysAwayAfterARestart(t *testing.T) {
 	}
 	if got := names(s); len(got) != 0 {
 		t.Fatalf("listed %v after the restart: the name renamed away is back", got)
+	}
+}
+
+// A file unlinked just as its upload ends (after the mount was told of the
+// upload, before the staging settled it) is deleted from the service and
+// shows in no listing: the unlink looked at the folder before the upload's
+// version was put in it, and the listing kept that version once the
+// staging deleted it (readdir listed it and its open answered ENOENT: the
+// model test met it under load).
+func TestStoreFileUnlinkedAsItsUploadEndsLeavesTheListing(t *testing.T) {
+	fake := newFake(t)
+	shared := Area{Kind: Shared}
+	root := DirKey{Area: shared}
+	s := openTestStore(t, fake)
+	ctx := context.Background()
+	if _, err := s.Dirs.List(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{Area: shared, Name: "f"}
+	st, err := s.Staging.Create(tg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := s.Staging.onUploaded
+	uploaded := make(chan api.File, 1)
+	s.Staging.onUploaded = func(t Target, f api.File, mod time.Time) {
+		told(t, f, mod)
+		s.Staging.Remove(st) // the unlink lands now
+		uploaded <- f
+	}
+	if _, err := st.File().WriteAt([]byte("gone"), 0); err != nil {
+		t.Fatal(err)
+	}
+	st.Touch()
+	st.CloseWriter()
+	s.Staging.Flush(ctx, st) // removed meanwhile: its error is no matter
+	var up api.File
+	select {
+	case up = <-uploaded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no upload")
+	}
+	testkit.WaitFor(t, 5*time.Second, "the upload's deletion", func() bool {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		_, there := fake.files[up.ID]
+		return !there
+	})
+	l, err := s.Dirs.List(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range l.Files {
+		t.Errorf("the listing shows %s (%d), deleted from the service", f.Name, f.ID)
 	}
 }
 

@@ -316,7 +316,13 @@ func (s *Staging) finishUpload(up *upload, res *api.UploadResult, f api.File, to
 
 	s.mu.Lock()
 	if st.removed {
+		// Removed (unlinked) once the mount was told of the upload: what went
+		// up is deleted, and no listing may show it meanwhile or after (the
+		// unlink may have looked at the folder before the mount was told).
 		s.mu.Unlock()
+		if s.onSuperseded != nil {
+			s.onSuperseded(up.target, res.ID)
+		}
 		s.dropUploaded(up, res)
 		s.handOver(f, kept, false)
 		return

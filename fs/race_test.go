@@ -72,10 +72,10 @@ func newUploadRace(e *testEnv) *uploadRace {
 				u.releaseAndCount()
 			case listing:
 				// Read by another operation (the kernel's lookups of a
-				// rename's target): not kept, as if another folder changed
-				// meanwhile (any edit of the listings bumps their
-				// generation), so that the one awaited reads it again.
-				e.Store.Dirs.Remove(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: -1}, 0)
+				// rename's target): not kept, as after a refresh (DropAll,
+				// with no watcher to tell the kernel), so that the one
+				// awaited reads it again.
+				e.Store.Dirs.DropAll()
 			}
 		}
 	})

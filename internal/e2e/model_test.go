@@ -148,7 +148,18 @@ func (w *modelWorker) step() string {
 	case 8:
 		d := w.dir()
 		desc = "rmdir " + d
-		op = func(root string) (string, error) { return "", syscall.Rmdir(filepath.Join(root, d)) }
+		op = func(root string) (string, error) {
+			// As os.Remove and Python's os.rmdir do: the mount answers EINTR
+			// when the caller's thread is interrupted by a signal (Go's
+			// preemption sends this process many) while the folder is
+			// listed, before anything changed.
+			for {
+				err := syscall.Rmdir(filepath.Join(root, d))
+				if err != syscall.EINTR {
+					return "", err
+				}
+			}
+		}
 	case 9:
 		p := w.file()
 		desc = "read " + p

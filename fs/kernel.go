@@ -75,6 +75,13 @@ func (n *dirNode) setView(l *cache.Listing) *dirView {
 func (n *dirNode) listingChanged(cur *dirView) {
 	listedAt := cur.listing.Fetched
 	go func() {
+		// A goroutine that runs late must not tell the kernel records older
+		// than the mount's since (an edit of the listing, a newer fetch):
+		// the newest the cache holds are told instead (it once undid an
+		// edit's news: a file's size went back to the listing's before).
+		if l, ok := n.fsys.store.Dirs.Cached(n.dirKey()); ok && l != cur.listing && !l.Fetched.Before(listedAt) {
+			cur, listedAt = newDirView(l, !n.fsys.opts.NoLinks), l.Fetched
+		}
 		for name := range n.Children() {
 			f := api.File{Name: name} // gone
 			if i, ok := cur.byName[name]; ok {

@@ -28,11 +28,16 @@ type folderServer struct {
 
 func (s *folderServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
-	if n := s.inFlight.Add(1); n > s.maxInFlight.Load() {
-		s.maxInFlight.Store(n)
+	n := s.inFlight.Add(1)
+	for m := s.maxInFlight.Load(); n > m && !s.maxInFlight.CompareAndSwap(m, n); m = s.maxInFlight.Load() {
 	}
 	defer s.inFlight.Add(-1)
-	time.Sleep(5 * time.Millisecond) // a round trip, so that pages overlap
+	// A round trip, so that pages overlap: held until 4 are in flight (a
+	// client asking for pages at once), 100 ms at most (one asking one
+	// after another; the last pages), whatever the machine's load.
+	for deadline := time.Now().Add(100 * time.Millisecond); s.maxInFlight.Load() < 4 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	s.mu.Lock()
 	ids := s.ids

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestBundleAsksInTheListingsOrderAndFetchesInRanges(t *testing.T) {
 	b.Opened(dir, listing, listing[1])
 	testkit.WaitFor(t, 5*time.Second, "the bundle", func() bool { return b.Stats().Completed == 1 })
 	fake.mu.Lock()
-	jobs, downloads := fake.jobs, slices.Clone(fake.downloads)
+	jobs, downloads := maps.Clone(fake.jobs), slices.Clone(fake.downloads)
 	fake.mu.Unlock()
 	var want []int64
 	for _, f := range listing {

@@ -266,23 +266,41 @@ func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Lis
 		return nil, false, err
 	}
 	d.stats.listings.Add(1)
+	store := d.gen == gen
 	for _, e := range d.editLog[key] {
-		if e.seq > since {
+		switch {
+		case e.seq <= since:
+		case e.f == nil:
+			store = false // dropped meanwhile (Drop, Forget): listed anew at the next read
+		default:
 			files = e.f(files)
 		}
 	}
 	l := newListing(d.visibleLocked(files), current, at)
-	if d.gen == gen {
+	if store {
 		d.dirs[key] = l
 		d.pruneLocked()
 	}
 	return l, true, nil
 }
 
-// loggedEdit is an edit of a folder's listing (Put, Remove), numbered.
+// loggedEdit is an edit of a folder's listing (Put, Remove), numbered; f
+// nil: the listing was dropped (Drop, Forget).
 type loggedEdit struct {
 	seq uint64
 	f   func([]api.File) []api.File
+}
+
+// logLocked numbers an edit (or drop: f nil) of folder key, and keeps it
+// while listing fetches are on their way, for their answers.
+func (d *Dirs) logLocked(key DirKey, f func([]api.File) []api.File) {
+	d.editSeq++
+	if len(d.fetching) > 0 {
+		if d.editLog == nil {
+			d.editLog = map[DirKey][]loggedEdit{}
+		}
+		d.editLog[key] = append(d.editLog[key], loggedEdit{seq: d.editSeq, f: f})
+	}
 }
 
 // beginFetchLocked counts a listing fetch on its way and returns the number
@@ -469,10 +487,11 @@ func (d *Dirs) pruneLocked() {
 	}
 }
 
-// Drop forgets one folder's listing.
+// Drop forgets one folder's listing; one on its way is not stored either.
 func (d *Dirs) Drop(key DirKey) {
 	d.mu.Lock()
 	delete(d.dirs, key)
+	d.logLocked(key, nil)
 	d.mu.Unlock()
 	if w := d.watch.Load(); w != nil && w.Dropped != nil {
 		w.Dropped(key)
@@ -484,6 +503,7 @@ func (d *Dirs) Drop(key DirKey) {
 func (d *Dirs) Forget(key DirKey) {
 	d.mu.Lock()
 	delete(d.dirs, key)
+	d.logLocked(key, nil)
 	d.mu.Unlock()
 }
 
@@ -565,13 +585,7 @@ func (d *Dirs) Remove(key DirKey, id int64) {
 func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.editSeq++
-	if len(d.fetching) > 0 {
-		if d.editLog == nil {
-			d.editLog = map[DirKey][]loggedEdit{}
-		}
-		d.editLog[key] = append(d.editLog[key], loggedEdit{seq: d.editSeq, f: f})
-	}
+	d.logLocked(key, f)
 	l, ok := d.dirs[key]
 	if !ok {
 		return

@@ -142,6 +142,35 @@ func TestDirsDropAllIsNotUndoneByAFetchInFlight(t *testing.T) {
 	}
 }
 
+// Neither is a Drop (a read found a file changed, a conflict) nor a Forget
+// (the folder deleted here): the listing on its way is the answer to its
+// callers, but not stored.
+func TestDirsDropIsNotUndoneByAFetchInFlight(t *testing.T) {
+	for _, forget := range []bool{false, true} {
+		fake := newFake(t)
+		fake.put(Area{Kind: Shared}, 0, "old", nil)
+		d := NewDirs(fake, time.Minute, nil)
+		key := DirKey{Area: Area{Kind: Shared}}
+		release := fake.hold("SharedFiles")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			names(t, d, key)
+		}()
+		testkit.WaitFor(t, 5*time.Second, "the fetch to start", func() bool { return fake.count("SharedFiles") == 1 })
+		if forget {
+			d.Forget(key)
+		} else {
+			d.Drop(key)
+		}
+		release()
+		<-done
+		if _, ok := d.Cached(key); ok {
+			t.Fatalf("a listing fetched before the drop (forget %v) was stored after it", forget)
+		}
+	}
+}
+
 // A listing the service made before the mount's own change, arriving after
 // it, shows the change: the edit is made on it again, and what the mount
 // shows never goes back to before its own change (a file whose upload just

@@ -265,7 +265,7 @@ func (s *Staging) CreateFrom(t Target, replaces int64, fill func(f *os.File) err
 
 // publishLocked makes a new staged file, whose data is in f, the one at t:
 // its record is written, it replaces what was staged there, and it waits
-// for its writers (none, or the caller's one) to close. Called with mu held.
+// for its writers (the caller's one) to close. Called with mu held.
 func (s *Staging) publishLocked(seq int64, f *os.File, t Target, replaces int64, writers int, path string) (*Staged, error) {
 	st := s.newStaged(seq, f, t, replaces)
 	st.writers, st.path = writers, path

@@ -744,8 +744,6 @@ func TestStagingFlushWaitsAndUploadsAgain(t *testing.T) {
 	e.wantNothingStaged(s)
 }
 
-// TestStagingOpenFileOutlivesItsUpload: an upload while a writer has the file
-// open (fsync) keeps it staged; a later change is uploaded over it.
 // A new file comes back from Create with its creator's writer open: with a
 // write-back delay far shorter than the gap before the first write, nothing
 // is uploaded until the close, and then the content, once. (Counted after
@@ -773,6 +771,8 @@ func TestStagingCreateHoldsItsCreatorsWriter(t *testing.T) {
 	}
 }
 
+// TestStagingOpenFileOutlivesItsUpload: an upload while a writer has the file
+// open (fsync) keeps it staged; a later change is uploaded over it.
 func TestStagingOpenFileOutlivesItsUpload(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{})
 	s := e.open(StagingOptions{WriteBack: 50 * time.Millisecond})

@@ -165,8 +165,8 @@ func (s *Store) Close() error {
 
 // uploaded is the one hook after an upload: the folder's cached listing gets
 // the file, and a time the user set follows it to its service id. It runs
-// before the staged copy leaves the staging (and a listing fetched from
-// before it is not cached), so whoever looks at the staging first and the
+// before the staged copy leaves the staging (and a listing fetched across
+// it gets the file too: Dirs replays it), so whoever looks at the staging first and the
 // listing second finds the file in one or the other.
 func (s *Store) uploaded(t Target, f api.File, modTime time.Time) {
 	s.Attrs.Uploaded(t, f.ID, f.LastModified, modTime)

@@ -320,9 +320,6 @@ func (s *Staging) finishUpload(up *upload, res *api.UploadResult, f api.File, to
 		// up is deleted, and no listing may show it meanwhile or after (the
 		// unlink may have looked at the folder before the mount was told).
 		s.mu.Unlock()
-		if s.onSuperseded != nil {
-			s.onSuperseded(up.target, res.ID)
-		}
 		s.dropUploaded(up, res)
 		s.handOver(f, kept, false)
 		return
@@ -404,9 +401,13 @@ func (s *Staging) countLocked(res *api.UploadResult) {
 }
 
 // dropUploaded deletes what the upload of a file removed meanwhile (too late
-// to cancel) put on the service: the user unlinked it. The target stays busy
-// until then, so that a new file at the same name is uploaded after.
+// to cancel) put on the service: the user unlinked it. No listing shows it
+// (one fetched once the upload was complete lists it). The target stays
+// busy until then, so that a new file at the same name is uploaded after.
 func (s *Staging) dropUploaded(up *upload, res *api.UploadResult) {
+	if s.onSuperseded != nil {
+		s.onSuperseded(up.target, res.ID)
+	}
 	if err := s.deleteFile(res.ID); err != nil && s.ctx.Err() == nil {
 		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": res.ID}).Warn("staging: could not delete the upload of a file removed meanwhile")
 	}
@@ -429,6 +430,9 @@ func (s *Staging) dropAbandoned(up *upload, err error) {
 	s.mu.Unlock()
 	if id == 0 || !removed {
 		return
+	}
+	if s.onSuperseded != nil {
+		s.onSuperseded(up.target, id)
 	}
 	if err := s.deleteFile(id); err != nil && s.ctx.Err() == nil {
 		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": id}).Warn("staging: could not delete the upload of a file removed meanwhile")

@@ -238,9 +238,9 @@ func (n *fileNode) openWriter(ctx context.Context, truncate bool) (gofs.FileHand
 		return nil, 0, syscall.EROFS
 	}
 	if !truncate && !n.ptActive() && n.refreshStaged() == nil {
-		// A file of the service: staged at the first read or write (get),
-		// after the kernel's truncate of an O_TRUNC open. (A file open in
-		// passthrough is staged now: its writes will not come here.)
+		// A file of the service: staged at the first read or write (get).
+		// (A file open in passthrough is staged now: its writes will not
+		// come here.)
 		pt, errno := n.beginOpen(ctx, nil, false)
 		if errno != 0 {
 			return nil, 0, errno
@@ -389,7 +389,7 @@ func (n *fileNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.Set
 	if size, ok := in.GetSize(); ok {
 		errno := syscall.Errno(0)
 		if h, ok := fh.(*stagedHandle); ok && h.writer {
-			errno = h.truncate(ctx, int64(size)) // ftruncate, and O_TRUNC after an open
+			errno = h.truncate(ctx, int64(size)) // ftruncate (O_TRUNC comes with the open: fs.go)
 		} else {
 			errno = n.truncate(ctx, int64(size))
 		}

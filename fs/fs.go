@@ -163,7 +163,12 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 			MaxReadAhead:  1 << 20,
 			MaxWrite:      1 << 20,
 			MaxBackground: 64,
-			Debug:         mo.Debug,
+			// O_TRUNC comes with the open, which truncates: without it the
+			// kernel truncates after the open, with no handle, and the
+			// write-back could upload the empty file before the first
+			// write (an empty version, or an empty conflict copy).
+			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+			Debug:             mo.Debug,
 		},
 		EntryTimeout:    &t,
 		AttrTimeout:     &t,

@@ -344,6 +344,11 @@ func (n *localNode) Open(ctx context.Context, flags uint32) (gofs.FileHandle, ui
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY && n.fsys.opts.ReadOnly {
 		return nil, 0, syscall.EROFS
 	}
+	if flags&syscall.O_TRUNC != 0 && !n.file.special() { // atomic O_TRUNC (fs.go)
+		if errno := n.file.resize(&n.fsys.local, 0); errno != 0 {
+			return nil, 0, errno
+		}
+	}
 	return n, fuse.FOPEN_DIRECT_IO, 0
 }
 

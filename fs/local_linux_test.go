@@ -82,3 +82,19 @@ func TestLocalOnlyFileLimits(t *testing.T) {
 		t.Errorf("a local-only file after a remount: %v, want it gone", err)
 	}
 }
+
+// A local-only file opened with O_TRUNC is emptied by the open (the kernel's
+// atomic O_TRUNC: no truncate follows it).
+func TestLocalOnlyFileTruncatedByItsOpen(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.Path("shared", ".DS_Store")
+	if err := os.WriteFile(p, []byte("a longer first content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "x" {
+		t.Fatalf("after a rewrite: %q, %v; want \"x\"", b, err)
+	}
+}

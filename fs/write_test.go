@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
@@ -161,5 +162,42 @@ func TestFullLocalDiskIsENOSPC(t *testing.T) {
 	err := os.WriteFile(e.Path("shared", "huge.bin"), make([]byte, 4<<20), 0o644)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("writing 4 MiB with 1 MiB of local disk: %v, want ENOSPC", err)
+	}
+}
+
+// An existing file opened with O_TRUNC is truncated by the open itself (the
+// kernel's atomic O_TRUNC): the kernel truncated after the open, with no
+// handle, and the write-back could upload the empty file before the first
+// write (the model test met it under load as an empty conflict copy, the
+// other writer's version then overwritten). Here the write comes six
+// write-back delays after the open: one upload, of what was written.
+func TestOTruncOpenUploadsNoEmptyVersion(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.Path("shared", "f.txt")
+	if err := os.WriteFile(p, []byte("the first version"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	before := e.Requests("POST /files")
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(p); err != nil || st.Size() != 0 {
+		t.Errorf("after the open with O_TRUNC: %v, %v; want 0 bytes", st, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := f.WriteString("second"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if n := e.Requests("POST /files") - before; n != 1 {
+		t.Errorf("%d uploads, want 1 (an empty one went up between the open and the write)", n)
+	}
+	if got := string(e.serviceBytes("f.txt")); got != "second" {
+		t.Errorf("the service holds %q", got)
 	}
 }

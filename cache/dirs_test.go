@@ -118,7 +118,11 @@ func TestDirsConcurrentListsShareOneFetch(t *testing.T) {
 	}
 }
 
-func TestDirsDropAllIsNotUndoneByAFetchInFlight(t *testing.T) {
+// dropDuringFetch drops a folder's listing (drop) while its fetch is on its
+// way: the listing is its callers' answer but is not stored, and the next
+// read lists again.
+func dropDuringFetch(t *testing.T, what string, drop func(d *Dirs, key DirKey)) {
+	t.Helper()
 	fake := newFake(t)
 	fake.put(Area{Kind: Shared}, 0, "old", nil)
 	d := NewDirs(fake, time.Minute, nil)
@@ -130,45 +134,27 @@ func TestDirsDropAllIsNotUndoneByAFetchInFlight(t *testing.T) {
 		names(t, d, key)
 	}()
 	testkit.WaitFor(t, 5*time.Second, "the fetch to start", func() bool { return fake.count("SharedFiles") == 1 })
-	d.DropAll()
+	drop(d, key)
 	release()
 	<-done
 	if _, ok := d.Cached(key); ok {
-		t.Fatal("a listing fetched before DropAll was stored after it")
+		t.Fatalf("a listing fetched before %s was stored after it", what)
 	}
 	names(t, d, key)
 	if n := fake.count("SharedFiles"); n != 2 {
-		t.Fatalf("%d fetches, want 2", n)
+		t.Fatalf("%s: %d fetches, want 2", what, n)
 	}
 }
 
+func TestDirsDropAllIsNotUndoneByAFetchInFlight(t *testing.T) {
+	dropDuringFetch(t, "DropAll", func(d *Dirs, _ DirKey) { d.DropAll() })
+}
+
 // Neither is a Drop (a read found a file changed, a conflict) nor a Forget
-// (the folder deleted here): the listing on its way is the answer to its
-// callers, but not stored.
+// (the folder deleted here).
 func TestDirsDropIsNotUndoneByAFetchInFlight(t *testing.T) {
-	for _, forget := range []bool{false, true} {
-		fake := newFake(t)
-		fake.put(Area{Kind: Shared}, 0, "old", nil)
-		d := NewDirs(fake, time.Minute, nil)
-		key := DirKey{Area: Area{Kind: Shared}}
-		release := fake.hold("SharedFiles")
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			names(t, d, key)
-		}()
-		testkit.WaitFor(t, 5*time.Second, "the fetch to start", func() bool { return fake.count("SharedFiles") == 1 })
-		if forget {
-			d.Forget(key)
-		} else {
-			d.Drop(key)
-		}
-		release()
-		<-done
-		if _, ok := d.Cached(key); ok {
-			t.Fatalf("a listing fetched before the drop (forget %v) was stored after it", forget)
-		}
-	}
+	dropDuringFetch(t, "Drop", (*Dirs).Drop)
+	dropDuringFetch(t, "Forget", (*Dirs).Forget)
 }
 
 // A listing the service made before the mount's own change, arriving after

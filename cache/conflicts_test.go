@@ -213,7 +213,7 @@ func TestStagingDeletedAsReplacedStaysKnown(t *testing.T) {
 	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: time.Hour})
 	old := e.serviceFile(stagingShared("f1"), []byte("v1"))
-	if got := s.deleteReplaced("shared/f1", []int64{old}); len(got) != 1 {
+	if got, _ := s.deleteReplaced("shared/f1", []int64{old}); len(got) != 1 {
 		t.Fatalf("deleted %v", got)
 	}
 	s.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,12 +64,17 @@ type Listing struct {
 	Current *api.File
 	Fetched time.Time
 	Folders int // how many of Files are folders (a folder's link count is 2 more)
+	// Seq is the number of the cache's last edit when the listing was made
+	// (Dirs.Seq): every edit of its folder numbered up to Seq shows in it.
+	// What the mount keeps of a file takes no record older than the edit
+	// that gave it the one it holds (fs/kernel.go).
+	Seq uint64
 }
 
 // newListing makes a listing, its folders counted once (a folder's getattr
 // reads the count).
-func newListing(files []api.File, current *api.File, fetched time.Time) *Listing {
-	l := &Listing{Files: files, Current: current, Fetched: fetched}
+func newListing(files []api.File, current *api.File, fetched time.Time, seq uint64) *Listing {
+	l := &Listing{Files: files, Current: current, Fetched: fetched, Seq: seq}
 	for _, f := range files {
 		if f.IsDir() {
 			l.Folders++
@@ -115,10 +119,12 @@ type Dirs struct {
 	// the fetches on their way by the editSeq at their start. Guarded by mu.
 	editLog  map[DirKey][]loggedEdit
 	fetching map[uint64]int
-	seatGen  uint64         // guarded by mu; the same for the computer list (DropAll, DropSeats)
-	adds     int            // guarded by mu; listings stored since the last pruning
-	hide     map[int64]bool // guarded by mu; files the mount removed that the service may still list
-	silent   bool           // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
+	seatGen  uint64 // guarded by mu; the same for the computer list (DropAll, DropSeats)
+	adds     int    // guarded by mu; listings stored since the last pruning
+	// hide: files the mount removed that the service may still list, with
+	// their folders (nil: not known, hidden at the start). Guarded by mu.
+	hide   map[int64]*DirKey
+	silent bool // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
 
 	ahead *dirAhead // nil: no read-ahead; its state is guarded by mu (dirahead.go)
 
@@ -150,7 +156,7 @@ func (o dirsOptions) withDefaults() dirsOptions {
 // NewDirs makes a listing cache. ttl 0 caches nothing; now nil is time.Now.
 func NewDirs(client Client, ttl time.Duration, now func() time.Time) *Dirs {
 	o := dirsOptions{client: client, ttl: ttl, now: now}.withDefaults()
-	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, log: logging.OrDiscard(nil), dirs: map[DirKey]*Listing{}, hide: map[int64]bool{}}
+	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, log: logging.OrDiscard(nil), dirs: map[DirKey]*Listing{}, hide: map[int64]*DirKey{}}
 }
 
 // Stats returns the counters.
@@ -276,68 +282,12 @@ func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Lis
 			files = e.f(files)
 		}
 	}
-	l := newListing(d.visibleLocked(files), current, at)
+	l := newListing(d.visibleLocked(files), current, at, d.editSeq)
 	if store {
 		d.dirs[key] = l
 		d.pruneLocked()
 	}
 	return l, true, nil
-}
-
-// loggedEdit is an edit of a folder's listing (Put, Remove), numbered; f
-// nil: the listing was dropped (Drop, Forget).
-type loggedEdit struct {
-	seq uint64
-	f   func([]api.File) []api.File
-}
-
-// logLocked numbers an edit (or drop: f nil) of folder key, and keeps it
-// while listing fetches are on their way, for their answers.
-func (d *Dirs) logLocked(key DirKey, f func([]api.File) []api.File) {
-	d.editSeq++
-	if len(d.fetching) > 0 {
-		if d.editLog == nil {
-			d.editLog = map[DirKey][]loggedEdit{}
-		}
-		d.editLog[key] = append(d.editLog[key], loggedEdit{seq: d.editSeq, f: f})
-	}
-}
-
-// beginFetchLocked counts a listing fetch on its way and returns the number
-// of the last edit it may miss the edits after.
-func (d *Dirs) beginFetchLocked() uint64 {
-	if d.fetching == nil {
-		d.fetching = map[uint64]int{}
-	}
-	d.fetching[d.editSeq]++
-	return d.editSeq
-}
-
-// endFetchLocked counts the end of a fetch begun after edit since, and
-// forgets the edits that no fetch on its way may miss.
-func (d *Dirs) endFetchLocked(since uint64) {
-	if d.fetching[since]--; d.fetching[since] <= 0 {
-		delete(d.fetching, since)
-	}
-	if len(d.fetching) == 0 {
-		d.editLog = nil
-		return
-	}
-	oldest := d.editSeq
-	for s := range d.fetching {
-		oldest = min(oldest, s)
-	}
-	for key, log := range d.editLog {
-		i := 0
-		for i < len(log) && log[i].seq <= oldest {
-			i++
-		}
-		if i == len(log) {
-			delete(d.editLog, key)
-		} else if i > 0 {
-			d.editLog[key] = slices.Clone(log[i:])
-		}
-	}
 }
 
 // shared runs fetch once for every caller of key at a time, and waits for
@@ -511,9 +461,10 @@ func (d *Dirs) Forget(key DirKey) {
 // the cache forgot or was told without a fetch: the mount tells the kernel,
 // which keeps entries as long as their listing is fresh (fs/kernel.go).
 type DirsWatcher struct {
-	Dropped    func(key DirKey)             // a folder's listing (Drop)
-	DroppedAll func()                       // every listing (DropAll)
-	Put        func(key DirKey, f api.File) // a file put in a folder's cached listing (Put)
+	Dropped    func(key DirKey)                         // a folder's listing (Drop)
+	DroppedAll func()                                   // every listing (DropAll)
+	Put        func(key DirKey, f api.File, seq uint64) // a file put in a folder's cached listing by edit seq (Put)
+	Shown      func(ids []int64)                        // files hidden shown again, before their folders are listed anew (Show)
 }
 
 // Watch sets the watcher (nil: none).
@@ -544,53 +495,11 @@ func (d *Dirs) DropSeats() {
 	d.mu.Unlock()
 }
 
-// Put adds a file the mount itself created or changed to its folder's
-// cached listing (replacing an entry of the same id or name), so the change
-// shows at once without a new listing. A folder not cached is left alone: its
-// next listing will have the file.
-func (d *Dirs) Put(key DirKey, f api.File) {
-	f = listed(f)
-	d.edit(key, func(files []api.File) []api.File {
-		out := make([]api.File, 0, len(files)+1)
-		for _, x := range files {
-			if x.ID != f.ID && x.Name != f.Name {
-				out = append(out, x)
-			}
-		}
-		return append(out, f)
-	})
-	if w := d.watch.Load(); w != nil && w.Put != nil {
-		w.Put(key, f)
-	}
-}
-
-// Remove takes a file the mount deleted out of its folder's cached listing.
-func (d *Dirs) Remove(key DirKey, id int64) {
-	d.edit(key, func(files []api.File) []api.File {
-		out := make([]api.File, 0, len(files))
-		for _, x := range files {
-			if x.ID != id {
-				out = append(out, x)
-			}
-		}
-		return out
-	})
-}
-
-// edit replaces a cached listing by an edited copy (readers keep the old
-// one). While listing fetches are on their way, the edit is logged, to be
-// made on their answers too (fetchListing). Hidden files stay out, as in a
-// fetched listing: a Put of a file renamed away meanwhile (its upload
-// ending as the rename happened) does not bring it back.
-func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) {
+// Seq is the number of the last edit of a listing (Listing.Seq).
+func (d *Dirs) Seq() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.logLocked(key, f)
-	l, ok := d.dirs[key]
-	if !ok {
-		return
-	}
-	d.dirs[key] = newListing(d.visibleLocked(f(l.Files)), l.Current, l.Fetched)
+	return d.editSeq
 }
 
 // Cached returns a folder's cached listing, fresh or not, without a request.
@@ -606,46 +515,5 @@ func (d *Dirs) Cached(key DirKey) (*Listing, bool) {
 func (d *Dirs) Seed(key DirKey, files []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.dirs[key] = newListing(files, nil, d.now())
-}
-
-// Hide takes a file out of its folder's listing, cached now or fetched from
-// now on: the mount removed it (renamed away) and the service deletes it later.
-func (d *Dirs) Hide(key DirKey, id int64) {
-	d.mu.Lock()
-	d.hide[id] = true
-	d.mu.Unlock()
-	d.Remove(key, id)
-}
-
-// HideIDs hides files, wherever they are, in the listings fetched from now
-// on: at the start, the old names of files renamed away whose successors
-// are still staged (none is cached yet).
-func (d *Dirs) HideIDs(ids []int64) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, id := range ids {
-		d.hide[id] = true
-	}
-}
-
-// Unhide shows a file hidden again in the listings fetched from now on.
-func (d *Dirs) Unhide(id int64) {
-	d.mu.Lock()
-	delete(d.hide, id)
-	d.mu.Unlock()
-}
-
-// visibleLocked is files without the hidden ones.
-func (d *Dirs) visibleLocked(files []api.File) []api.File {
-	if len(d.hide) == 0 {
-		return files
-	}
-	out := files[:0:0]
-	for _, f := range files {
-		if !d.hide[f.ID] {
-			out = append(out, f)
-		}
-	}
-	return out
+	d.dirs[key] = newListing(files, nil, d.now(), d.editSeq)
 }

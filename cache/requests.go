@@ -1,7 +1,8 @@
 package cache
 
-// What users ask of the upload queue (.ctl/sync, .ctl/uploads, SIGUSR1):
-// flush everything or some paths, retry failed uploads, give up a failed one.
+// What users ask of the upload queue (.ctl/sync, .ctl/uploads, .ctl/stats,
+// SIGUSR1): its counters, flush everything or some paths, retry failed
+// uploads, give up a failed one.
 //
 // Locks: Staging.mu, as in staging.go.
 
@@ -9,9 +10,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
+
+// StagingStats are the upload queue's counters.
+type StagingStats struct {
+	Pending     int   // staged files not uploaded yet: open, in the write-back delay, queued or waiting to retry
+	Uploading   int   // uploads in flight
+	Failed      int   // permanent failures, kept staged until retried
+	Uploaded    int64 // files uploaded since the start
+	Bytes       int64 // bytes of the files uploaded since the start
+	StagedBytes int64 // local bytes of every staged file
+	Conflicts   int64 // files that went up as conflict copies since the start (conflicts.go)
+}
+
+// Stats returns the counters.
+func (s *Staging) Stats() StagingStats {
+	s.mu.Lock()
+	out := StagingStats{Uploaded: s.uploaded, Bytes: s.bytesUp, Conflicts: s.nConflicts}
+	all := s.sortedLocked()
+	for _, st := range all {
+		switch st.state {
+		case stUploading:
+			out.Uploading++
+		case stFailed:
+			out.Failed++
+		case stUploaded:
+		default:
+			out.Pending++
+		}
+	}
+	s.mu.Unlock()
+	for _, st := range all {
+		out.StagedBytes += st.Size()
+	}
+	return out
+}
 
 // FlushAll flushes every file staged now whose path (as .ctl/uploads shows
 // it) is one of paths or below one (all of them when paths is empty), at
@@ -63,19 +99,34 @@ var ErrNotFailed = errors.New("no failed upload has this path")
 // shows it): its staged copy is deleted and nothing is sent or deleted on
 // the service. Only a failed upload can be discarded; any other state is
 // ErrNotFailed (it is still on its way).
+//
+// The service files it was to delete once up stay (the original of a file
+// renamed away shows again at its old name: OnKept).
 func (s *Staging) Discard(path string) (Target, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, st := range s.sortedLocked() {
 		if st.state != stFailed || (st.path != path && st.target.String() != path) {
 			continue
 		}
-		t := st.target
+		t, kept := st.target, slices.Clone(st.deleteAfter)
 		s.log.WithField("file", st.nameLocked()).Warn("staging: failed upload discarded on request; its content is deleted")
 		s.removeLocked(st, false)
+		s.mu.Unlock()
+		s.kept(kept)
 		return t, nil
 	}
+	s.mu.Unlock()
 	return Target{}, fmt.Errorf("%w: %q", ErrNotFailed, path)
+}
+
+// kept tells of service files the staging meant to delete and leaves
+// (OnKept), but for those another staged file still deletes once up. No
+// lock is held.
+func (s *Staging) kept(ids []int64) {
+	ids = slices.DeleteFunc(ids, func(id int64) bool { return s.Deleting(map[int64]bool{id: true}) })
+	if len(ids) > 0 && s.onKept != nil {
+		s.onKept(ids)
+	}
 }
 
 // Retry queues again every upload that failed for good, and has an upload

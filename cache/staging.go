@@ -87,6 +87,12 @@ type StagingOptions struct {
 	// went up, or removed once OnUploaded had told of it): no listing may
 	// show it meanwhile or after. No lock is held.
 	OnSuperseded func(t Target, id int64)
+	// OnKept, when set, is called with service files the staging meant to
+	// delete and leaves on the service: the originals of a file renamed
+	// away whose upload is discarded, a deletion that failed. What
+	// OnSuperseded (or the mount, at a rename) hid must show again. No lock
+	// is held.
+	OnKept func(ids []int64)
 }
 
 func (o StagingOptions) withDefaults() StagingOptions {
@@ -104,17 +110,6 @@ func (o StagingOptions) withDefaults() StagingOptions {
 	return o
 }
 
-// StagingStats are the upload queue's counters.
-type StagingStats struct {
-	Pending     int   // staged files not uploaded yet: open, in the write-back delay, queued or waiting to retry
-	Uploading   int   // uploads in flight
-	Failed      int   // permanent failures, kept staged until retried
-	Uploaded    int64 // files uploaded since the start
-	Bytes       int64 // bytes of the files uploaded since the start
-	StagedBytes int64 // local bytes of every staged file
-	Conflicts   int64 // files that went up as conflict copies since the start (conflicts.go)
-}
-
 // Staging holds the files written through the mount until they are on the
 // service, and uploads them: a queue on disk (one data file and one record per
 // staged file) worked by a pool of workers: Transfers files at once, and
@@ -128,6 +123,7 @@ type Staging struct {
 	onConflict   func(Target, Conflict)
 	onRetired    func(api.File, string)
 	onSuperseded func(Target, int64)
+	onKept       func([]int64)
 	// constants
 	desk                   string
 	dir                    string
@@ -180,7 +176,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Staging{
-		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onRetired: opts.OnRetired, onSuperseded: opts.OnSuperseded, desk: opts.Desk,
+		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onRetired: opts.OnRetired, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, desk: opts.Desk,
 		dir: opts.Dir, writeBack: opts.WriteBack, transfers: opts.Transfers, parallel: opts.Parallel,
 		parts:      semaphore.NewWeighted(int64(opts.Parts)),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
@@ -602,29 +598,6 @@ func (s *Staging) Drain(ctx context.Context) error {
 
 // Dir is the staging dir.
 func (s *Staging) Dir() string { return s.dir }
-
-// Stats returns the counters.
-func (s *Staging) Stats() StagingStats {
-	s.mu.Lock()
-	out := StagingStats{Uploaded: s.uploaded, Bytes: s.bytesUp, Conflicts: s.nConflicts}
-	all := s.sortedLocked()
-	for _, st := range all {
-		switch st.state {
-		case stUploading:
-			out.Uploading++
-		case stFailed:
-			out.Failed++
-		case stUploaded:
-		default:
-			out.Pending++
-		}
-	}
-	s.mu.Unlock()
-	for _, st := range all {
-		out.StagedBytes += st.Size()
-	}
-	return out
-}
 
 // Entries describes every staged file, oldest first (.ctl/uploads).
 func (s *Staging) Entries() []StagedInfo {

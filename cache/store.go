@@ -123,7 +123,8 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	s.Staging, err = OpenStaging(StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
 		Transfers: transfers, Parallel: max(transfers, DefaultStagingParallel), MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
 		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk,
-		OnSuperseded: func(t Target, id int64) { s.Dirs.Hide(DirKey{Area: t.Area, ID: t.ParentID}, id) }})
+		OnSuperseded: func(t Target, id int64) { s.Dirs.Hide(DirKey{Area: t.Area, ID: t.ParentID}, id) },
+		OnKept:       s.Dirs.Show})
 	if err != nil {
 		return nil, err
 	}

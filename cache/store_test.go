@@ -365,3 +365,69 @@ func TestReadAheadKeepsToItsShareWhileOthersRead(t *testing.T) {
 	}
 	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return h.fake.count("ReadRange") == 3+4 })
 }
+
+// A file renamed away whose new name's upload fails for good and is
+// discarded (.ctl/uploads discard) shows again at its old name: it is still
+// on the service, and the rename that hid it never happened there. So does
+// one whose deletion fails once the new name is up, or once it was renamed
+// away and then removed: before, they stayed hidden until a restart.
+func TestStoreKeptOriginalsShowAgain(t *testing.T) {
+	shared := Area{Kind: Shared}
+	root := DirKey{Area: shared}
+	for _, c := range []struct {
+		name string
+		fail func(fake *fakeClient)
+		undo func(t *testing.T, s *Store, st *Staged)
+	}{
+		{"discarded upload", func(fake *fakeClient) {
+			fake.failNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 400, Code: api.CodeBadRequest, Message: "no"})
+		}, func(t *testing.T, s *Store, st *Staged) {
+			testkit.WaitFor(t, 5*time.Second, "the upload's failure", func() bool { return s.Staging.Stats().Failed == 1 })
+			if _, err := s.Staging.Discard(st.Target().String()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"failed deletion after the upload", func(fake *fakeClient) {
+			fake.failNext("DeleteFile", &api.Error{Op: "DELETE /files", HTTPStatus: 403, Code: api.CodePermissionRequired, Message: "no"})
+		}, func(t *testing.T, s *Store, st *Staged) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.Staging.Flush(ctx, st); err != nil { // g goes up; f1's deletion fails
+				t.Fatal(err)
+			}
+		}},
+		{"failed deletion", func(fake *fakeClient) {
+			fake.failNext("DeleteFile", &api.Error{Op: "DELETE /files", HTTPStatus: 403, Code: api.CodePermissionRequired, Message: "no"})
+		}, func(t *testing.T, s *Store, st *Staged) {
+			if err := s.Staging.Remove(st); err != nil { // rm g
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fake := newFake(t)
+			old := fake.put(shared, 0, "f1", []byte("v1"))
+			s := openTestStore(t, fake)
+			if got := names(t, s.Dirs, root); !slices.Equal(got, []string{"f1"}) {
+				t.Fatalf("listed %v", got)
+			}
+			c.fail(fake)
+			st, err := s.StageCopy(context.Background(), Target{Area: shared, Name: "g"}, old, 0) // mv f1 g
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Supersede(root, old, st)
+			st.CloseWriter()
+			if got := names(t, s.Dirs, root); len(got) != 0 {
+				t.Fatalf("listed %v after the rename, want nothing on the service but the staged g", got)
+			}
+			c.undo(t, s, st)
+			testkit.WaitFor(t, 5*time.Second, "f1 listed again", func() bool {
+				return slices.Contains(names(t, s.Dirs, root), "f1")
+			})
+			if n := fake.count("Upload"); n > 1 {
+				t.Fatalf("%d uploads", n)
+			}
+		})
+	}
+}

@@ -311,7 +311,8 @@ func (s *Staging) settleConflict(up *upload, res *api.UploadResult, c Conflict) 
 // when it changed meanwhile.
 func (s *Staging) finishUpload(up *upload, res *api.UploadResult, f api.File, toDelete []int64) {
 	st := up.st
-	deleted := s.deleteReplaced(up.name, toDelete)
+	deleted, failed := s.deleteReplaced(up.name, toDelete)
+	defer s.kept(failed) // once st no longer lists them
 	kept := s.keepData(st, f)
 
 	s.mu.Lock()
@@ -374,9 +375,9 @@ func (s *Staging) handOver(f api.File, kept string, retired bool) {
 
 // deleteReplaced deletes the service files an upload to t replaced under
 // other names (renames), and returns those done with: deleted, or failed for
-// good (logged). The others stay for the next upload.
-func (s *Staging) deleteReplaced(name string, ids []int64) []int64 {
-	var deleted []int64
+// good (logged; also in failed: they stay on the service and show again).
+// The others stay for the next upload.
+func (s *Staging) deleteReplaced(name string, ids []int64) (deleted, failed []int64) {
 	for _, id := range ids {
 		// Known from now on (knownLocked): an upload that looked the name
 		// up before the deletion, while this staged file still listed it,
@@ -386,11 +387,12 @@ func (s *Staging) deleteReplaced(name string, ids []int64) []int64 {
 			if s.ctx.Err() != nil {
 				continue // Close: deleted after the upload at the next start
 			}
-			s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete the file replaced by a rename")
+			s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete the file replaced by a rename; it stays on the service and shows again")
+			failed = append(failed, id)
 		}
 		deleted = append(deleted, id)
 	}
-	return deleted
+	return deleted, failed
 }
 
 // countLocked counts a successful upload (when it is settled, so that a
@@ -409,7 +411,8 @@ func (s *Staging) dropUploaded(up *upload, res *api.UploadResult) {
 		s.onSuperseded(up.target, res.ID)
 	}
 	if err := s.deleteFile(res.ID); err != nil && s.ctx.Err() == nil {
-		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": res.ID}).Warn("staging: could not delete the upload of a file removed meanwhile")
+		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": res.ID}).Warn("staging: could not delete the upload of a file removed meanwhile; it stays on the service and shows again")
+		s.kept([]int64{res.ID})
 	}
 	s.mu.Lock()
 	s.countLocked(res)
@@ -435,7 +438,8 @@ func (s *Staging) dropAbandoned(up *upload, err error) {
 		s.onSuperseded(up.target, id)
 	}
 	if err := s.deleteFile(id); err != nil && s.ctx.Err() == nil {
-		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": id}).Warn("staging: could not delete the upload of a file removed meanwhile")
+		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": id}).Warn("staging: could not delete the upload of a file removed meanwhile; it stays on the service and shows again")
+		s.kept([]int64{id})
 	}
 }
 
@@ -483,7 +487,8 @@ func (s *Staging) deleteLater(ids []int64, name string, why string) {
 				return
 			}
 			if err := s.deleteFile(id); err != nil && s.ctx.Err() == nil {
-				s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete a service file (" + why + ")")
+				s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete a service file (" + why + "); it stays on the service and shows again")
+				s.kept([]int64{id})
 			}
 		}
 	}()

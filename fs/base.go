@@ -111,6 +111,8 @@ func machineIno(id int64) uint64 { return 1<<41 + uint64(id) }
 // movedIno is the number of folder id once its own number went with it to
 // its new id in a rename with content (rename_tree.go): should the old
 // folder show again (another writer's file kept it), it is another inode.
+// So is a file renamed away or removed that shows again (its deletion
+// failed, the rename's upload was discarded: kernel.go).
 func movedIno(id int64) uint64 { return 1<<42 + uint64(id) }
 
 // stagedIno is the inode number of a file not yet on the service: the one

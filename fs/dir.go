@@ -202,7 +202,7 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	ch := n.listedChild(ctx, name, v.files[i], v.listing.Fetched)
+	ch := n.listedChild(ctx, name, v.files[i], v.listing.Fetched, v.listing.Seq)
 	EntryAttr(ctx, ch, out)
 	if _, ok := ch.Operations().(*fileNode); ok {
 		n.fsys.keepEntry(out, v.listing.Fetched) // as long as the listing is fresh (kernel.go)
@@ -214,7 +214,7 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 // the kernel already knows under that name is kept and brought up to date
 // with the listing (go-fuse would otherwise drop a new node for the known
 // one).
-func (n *dirNode) listedChild(ctx context.Context, name string, f api.File, listedAt time.Time) *gofs.Inode {
+func (n *dirNode) listedChild(ctx context.Context, name string, f api.File, listedAt time.Time, seq uint64) *gofs.Inode {
 	ch := n.GetChild(name)
 	if op, ok := opsOf(ch).(*fileNode); ok {
 		op.refreshStaged() // an upload that ended gives its inode number to the new version
@@ -222,7 +222,7 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File, list
 	if ch != nil && ch.StableAttr().Ino == n.fsys.inoOf(f.ID) {
 		switch op := ch.Operations().(type) {
 		case *fileNode:
-			op.update(n.dirKey(), f, listedAt)
+			op.update(n.dirKey(), f, listedAt, seq)
 			return ch
 		case *dirNode:
 			op.mu.Lock()
@@ -236,7 +236,7 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File, list
 			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: n.fsys.inoOf(f.ID)})
 	}
 	fn := n.fsys.newFileNode(n.dirKey(), f, nil)
-	fn.listedAt = listedAt
+	fn.listedAt, fn.seq = listedAt, seq
 	return n.NewInode(ctx, fn, gofs.StableAttr{Mode: n.fsys.modeOf(f), Ino: n.fsys.inoOf(f.ID)})
 }
 
@@ -519,7 +519,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 		n.fsys.store.Attrs.SetDir(key, set)
 	}
 	n.fsys.store.Attrs.TouchDir(n.dirKey())
-	ch := n.listedChild(ctx, name, f, time.Time{})
+	ch := n.listedChild(ctx, name, f, time.Time{}, 0) // a folder
 	n.fsys.setDirAttr(&out.Attr, f.LastModified)
 	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(key))
 	return ch, 0

@@ -31,6 +31,7 @@ type fileNode struct {
 	file        api.File      // guarded by mu; a placeholder (ID 0) until listed
 	kernelCache cache.Meta    // guarded by mu; the version the kernel's page cache may hold
 	listedAt    time.Time     // guarded by mu; when the listing that gave file was fetched (kernel.go)
+	seq         uint64        // guarded by mu; the listing cache's edit number file is as of (update)
 	staged      *cache.Staged // guarded by mu; the pending local copy, while there is one
 	unlinked    *cache.Staged // guarded by mu; the pending copy unlinked while open: what the open descriptors see
 	linkTarget  linkTarget    // guarded by mu; a link's target as last read (links.go)
@@ -55,10 +56,19 @@ var (
 	_ = (gofs.NodeSetattrer)((*fileNode)(nil))
 )
 
-// update takes a newer listing record of the file. When its content changed,
-// the kernel's cached pages of it are dropped, once.
-func (n *fileNode) update(parent cache.DirKey, f api.File, listedAt time.Time) {
+// update takes a newer listing record of the file, as of the listing
+// cache's edit seq (cache.Listing.Seq), and reports whether it took it. A
+// record older than the one held is refused: a listing made before this
+// mount's own edit of the file (its upload ended) must not bring back the
+// size from before, however late it is told (listingChanged). When the
+// content changed, the kernel's cached pages of it are dropped, once.
+func (n *fileNode) update(parent cache.DirKey, f api.File, listedAt time.Time, seq uint64) bool {
 	n.mu.Lock()
+	if seq < n.seq && n.file.ID != 0 {
+		n.mu.Unlock()
+		return false
+	}
+	n.seq = seq
 	changed := n.kernelCache != (cache.Meta{}) && !n.kernelCache.Same(cache.MetaOf(f))
 	if changed {
 		n.kernelCache = cache.Meta{}
@@ -71,6 +81,7 @@ func (n *fileNode) update(parent cache.DirKey, f api.File, listedAt time.Time) {
 		// Outside any lock, and not from within the kernel's request.
 		go n.NotifyContent(0, 0)
 	}
+	return true
 }
 
 func (n *fileNode) parentKey() cache.DirKey {
@@ -106,7 +117,8 @@ func (n *fileNode) refreshStaged() *cache.Staged {
 		n.file = api.File{Name: t.Name} // removed: a placeholder until the listing is read
 		if f, ok := st.Uploaded(); ok && f.ID != 0 {
 			n.file = f
-			n.listedAt = time.Now() // this mount's own version, as of its upload's end (kernel.go)
+			n.listedAt = time.Now()         // this mount's own version, as of its upload's end (kernel.go)
+			n.seq = n.fsys.store.Dirs.Seq() // as of now: the upload's edit of the listing came before
 			// The new version keeps the node's inode number (base.go).
 			n.fsys.inos.Add(f.ID, n.StableAttr().Ino)
 		}
@@ -140,7 +152,7 @@ func (n *fileNode) current(ctx context.Context) (api.File, syscall.Errno) {
 	for _, x := range l.Files {
 		if x.Name == f.Name && !x.IsDir() {
 			n.mu.Lock()
-			n.file = x
+			n.file, n.seq = x, max(n.seq, l.Seq)
 			n.mu.Unlock()
 			return x, 0
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -55,6 +56,44 @@ func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
 	_, err = io.ReadAll(g)
 	if !errors.Is(err, syscall.ESTALE) {
 		t.Fatalf("reading a file shorter than listed: %v, want ESTALE", err)
+	}
+}
+
+// A listing's news told late, after this mount's own edit of the file (an
+// upload that ended put its record in the listing), does not bring back the
+// record from before the edit: the file node refuses a record older than
+// the one it holds (cache.Listing.Seq). Its goroutine once ran that late
+// under load and stat showed the size from before an upload.
+func TestLateListingNewsDoesNotUndoAnEdit(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.put(0, e.root(0), "late.bin", testkit.RandBytes(3000, 1))
+	key := cache.DirKey{Area: cache.Area{Kind: cache.Shared}}
+	p := e.Path("shared", "late.bin")
+	if st, err := os.Stat(p); err != nil || st.Size() != 3000 {
+		t.Fatalf("stat: %v, %v", st, err)
+	}
+	old, err := e.Store.Dirs.List(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(old.Files, func(f api.File) bool { return f.Name == "late.bin" })
+	if i < 0 {
+		t.Fatal("late.bin is not listed")
+	}
+	rec := old.Files[i]
+	edited := rec
+	edited.Size, edited.LastModified = 9000, rec.LastModified.Add(time.Minute)
+	e.Store.Dirs.Put(key, edited) // as an upload's end does
+	testkit.WaitFor(t, 5*time.Second, "stat to show the edit", func() bool {
+		st, err := os.Stat(p)
+		return err == nil && st.Size() == 9000
+	})
+	e.fsys.dirNode(key).tellKernel("late.bin", rec, old.Fetched, old.Seq) // the old listing's news, late
+	if st, err := os.Stat(p); err != nil || st.Size() != 9000 {
+		t.Fatalf("stat after the late news of the listing from before the edit: size %d (%v), want 9000", st.Size(), err)
+	}
+	if v, err := e.Store.Dirs.List(t.Context(), key); err != nil || v.Seq <= old.Seq {
+		t.Fatalf("the edited listing's number %d, the old one's %d (%v)", v.Seq, old.Seq, err)
 	}
 }
 

@@ -73,21 +73,23 @@ func (n *dirNode) setView(l *cache.Listing) *dirView {
 // the listing (tellKernel). Sent outside the request that loaded the
 // listing: the kernel may hold the folder's lock for it.
 func (n *dirNode) listingChanged(cur *dirView) {
-	listedAt := cur.listing.Fetched
+	listedAt, seq := cur.listing.Fetched, cur.listing.Seq
 	go func() {
 		// A goroutine that runs late must not tell the kernel records older
 		// than the mount's since (an edit of the listing, a newer fetch):
 		// the newest the cache holds are told instead (it once undid an
-		// edit's news: a file's size went back to the listing's before).
+		// edit's news: a file's size went back to the listing's before),
+		// and a file node refuses a record older than its own (update: an
+		// edit landing while this runs).
 		if l, ok := n.fsys.store.Dirs.Cached(n.dirKey()); ok && l != cur.listing && !l.Fetched.Before(listedAt) {
-			cur, listedAt = newDirView(l, !n.fsys.opts.NoLinks), l.Fetched
+			cur, listedAt, seq = newDirView(l, !n.fsys.opts.NoLinks), l.Fetched, l.Seq
 		}
 		for name := range n.Children() {
 			f := api.File{Name: name} // gone
 			if i, ok := cur.byName[name]; ok {
 				f = cur.files[i]
 			}
-			n.tellKernel(name, f, listedAt)
+			n.tellKernel(name, f, listedAt, seq)
 		}
 	}()
 }
@@ -101,7 +103,7 @@ func sameRecord(a, b api.File) bool {
 // holding another file or folder is invalidated; a file that kept its inode
 // (this mount's own upload) takes the new record, its attributes invalidated
 // when they changed. A pending file shows its staging copy: left alone.
-func (n *dirNode) tellKernel(name string, f api.File, listedAt time.Time) {
+func (n *dirNode) tellKernel(name string, f api.File, listedAt time.Time, seq uint64) {
 	ch := n.GetChild(name)
 	if ch == nil {
 		return // the kernel holds no entry of it
@@ -118,8 +120,7 @@ func (n *dirNode) tellKernel(name string, f api.File, listedAt time.Time) {
 		op.mu.Lock()
 		same := sameRecord(op.file, f)
 		op.mu.Unlock()
-		if !same {
-			op.update(n.dirKey(), f, listedAt)
+		if !same && op.update(n.dirKey(), f, listedAt, seq) {
 			ch.NotifyContent(-1, 0) // its attributes (update drops the pages of changed content)
 		}
 	case *dirNode:
@@ -151,9 +152,16 @@ func (f *FS) watchDirs() {
 			}
 		},
 		DroppedAll: f.ForgetKernelEntries,
-		Put: func(key cache.DirKey, file api.File) {
+		Shown: func(ids []int64) {
+			// Its number may have gone with it to a new name (a rename,
+			// its staged copy's node): shown again, it is another inode.
+			for _, id := range ids {
+				f.inos.Add(id, movedIno(id))
+			}
+		},
+		Put: func(key cache.DirKey, file api.File, seq uint64) {
 			if n := f.dirNode(key); n != nil {
-				go n.tellKernel(shownName(file, !f.opts.NoLinks), file, time.Time{})
+				go n.tellKernel(shownName(file, !f.opts.NoLinks), file, time.Time{}, seq)
 			}
 		},
 	})

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,6 +136,67 @@ func TestCtlUploadsQueue(t *testing.T) {
 	}
 	if e.Store.Staging.Stats().StagedBytes != 0 {
 		t.Errorf("the discarded file is still staged: %+v", e.Store.Staging.Stats())
+	}
+}
+
+// A file renamed when the storage is full: the new name's upload fails for
+// good, and discarding it brings the file back at its old name, in the
+// mount as on the service (it was hidden until a restart).
+func TestCtlDiscardedRenameShowsTheOriginal(t *testing.T) {
+	e := ctlEnv(t, envOptions{})
+	root, err := e.Emu.RootID(e.Org, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Emu.CreateFile(e.Org, 0, root, "orig.txt", strings.NewReader("original")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(e.Path("shared", "orig.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Emu.SetStorageQuota(e.Org, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(e.Path("shared", "orig.txt"), e.Path("shared", "moved.txt")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the renamed file's upload to fail", func() bool {
+		return strings.HasPrefix(e.read("uploads"), "failed shared/moved.txt")
+	})
+	if _, err := os.Stat(e.Path("shared", "orig.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the old name shows before the discard: %v", err)
+	}
+	// Held open across the discard: its inode, which kept the original's
+	// number through the rename, stays known to the kernel.
+	moved, err := os.Open(e.Path("shared", "moved.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer moved.Close()
+	movedSt, err := moved.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mustWrite("discard shared/moved.txt\n", "uploads")
+	// The kernel may keep its "no such file" of the stat above for its
+	// negative-entry time (1 s).
+	testkit.WaitFor(t, 5*time.Second, "the old name to read again", func() bool {
+		b, err := os.ReadFile(e.Path("shared", "orig.txt"))
+		return err == nil && string(b) == "original"
+	})
+	entries, err := os.ReadDir(e.Path("shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range entries {
+		names = append(names, d.Name())
+	}
+	if !slices.Contains(names, "orig.txt") || slices.Contains(names, "moved.txt") {
+		t.Fatalf("the folder lists %v after the discard, want orig.txt and no moved.txt", names)
+	}
+	if st, err := os.Stat(e.Path("shared", "orig.txt")); err != nil || os.SameFile(st, movedSt) {
+		t.Fatalf("the old name shows the inode of the discarded file held open (%v)", err)
 	}
 }
 

@@ -1,0 +1,196 @@
+package cache
+
+// The listing cache's edits: the mount's own changes of a folder put in its
+// cached listing (Put, Remove), the edit log that makes them again on the
+// answers of listing fetches on their way, and the files hidden from every
+// listing (renamed away, deleted later).
+//
+// Locks: Dirs.mu, as in dirs.go.
+
+import (
+	"slices"
+
+	"github.com/orgfs/orgfs/api"
+)
+
+// loggedEdit is an edit of a folder's listing (Put, Remove), numbered; f
+// nil: the listing was dropped (Drop, Forget).
+type loggedEdit struct {
+	seq uint64
+	f   func([]api.File) []api.File
+}
+
+// logLocked numbers an edit (or drop: f nil) of folder key, and keeps it
+// while listing fetches are on their way, for their answers.
+func (d *Dirs) logLocked(key DirKey, f func([]api.File) []api.File) {
+	d.editSeq++
+	if len(d.fetching) > 0 {
+		if d.editLog == nil {
+			d.editLog = map[DirKey][]loggedEdit{}
+		}
+		d.editLog[key] = append(d.editLog[key], loggedEdit{seq: d.editSeq, f: f})
+	}
+}
+
+// beginFetchLocked counts a listing fetch on its way and returns the number
+// of the last edit it may miss the edits after.
+func (d *Dirs) beginFetchLocked() uint64 {
+	if d.fetching == nil {
+		d.fetching = map[uint64]int{}
+	}
+	d.fetching[d.editSeq]++
+	return d.editSeq
+}
+
+// endFetchLocked counts the end of a fetch begun after edit since, and
+// forgets the edits that no fetch on its way may miss.
+func (d *Dirs) endFetchLocked(since uint64) {
+	if d.fetching[since]--; d.fetching[since] <= 0 {
+		delete(d.fetching, since)
+	}
+	if len(d.fetching) == 0 {
+		d.editLog = nil
+		return
+	}
+	oldest := d.editSeq
+	for s := range d.fetching {
+		oldest = min(oldest, s)
+	}
+	for key, log := range d.editLog {
+		i := 0
+		for i < len(log) && log[i].seq <= oldest {
+			i++
+		}
+		if i == len(log) {
+			delete(d.editLog, key)
+		} else if i > 0 {
+			d.editLog[key] = slices.Clone(log[i:])
+		}
+	}
+}
+
+// Put adds a file the mount itself created or changed to its folder's
+// cached listing (replacing an entry of the same id or name), so the change
+// shows at once without a new listing. A folder not cached is left alone: its
+// next listing will have the file.
+func (d *Dirs) Put(key DirKey, f api.File) {
+	f = listed(f)
+	seq := d.edit(key, func(files []api.File) []api.File {
+		out := make([]api.File, 0, len(files)+1)
+		for _, x := range files {
+			if x.ID != f.ID && x.Name != f.Name {
+				out = append(out, x)
+			}
+		}
+		return append(out, f)
+	})
+	if w := d.watch.Load(); w != nil && w.Put != nil {
+		w.Put(key, f, seq)
+	}
+}
+
+// Remove takes a file the mount deleted out of its folder's cached listing.
+func (d *Dirs) Remove(key DirKey, id int64) {
+	d.edit(key, func(files []api.File) []api.File {
+		out := make([]api.File, 0, len(files))
+		for _, x := range files {
+			if x.ID != id {
+				out = append(out, x)
+			}
+		}
+		return out
+	})
+}
+
+// edit replaces a cached listing by an edited copy (readers keep the old
+// one). While listing fetches are on their way, the edit is logged, to be
+// made on their answers too (fetchListing). Hidden files stay out, as in a
+// fetched listing: a Put of a file renamed away meanwhile (its upload
+// ending as the rename happened) does not bring it back.
+//
+// It returns the edit's number (Listing.Seq).
+func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.logLocked(key, f)
+	if l, ok := d.dirs[key]; ok {
+		d.dirs[key] = newListing(d.visibleLocked(f(l.Files)), l.Current, l.Fetched, d.editSeq)
+	}
+	return d.editSeq
+}
+
+// Hide takes a file out of its folder's listing, cached now or fetched from
+// now on: the mount removed it (renamed away) and the service deletes it later.
+func (d *Dirs) Hide(key DirKey, id int64) {
+	d.mu.Lock()
+	d.hide[id] = &key
+	d.mu.Unlock()
+	d.Remove(key, id)
+}
+
+// HideIDs hides files, wherever they are, in the listings fetched from now
+// on: at the start, the old names of files renamed away whose successors
+// are still staged (none is cached yet).
+func (d *Dirs) HideIDs(ids []int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := d.hide[id]; !ok {
+			d.hide[id] = nil
+		}
+	}
+}
+
+// Unhide shows a file hidden again in the listings fetched from now on.
+func (d *Dirs) Unhide(id int64) {
+	d.mu.Lock()
+	delete(d.hide, id)
+	d.mu.Unlock()
+}
+
+// Show shows again files the mount hid and the service keeps (the original
+// of a file renamed away whose upload was discarded, a deletion that
+// failed): their folders are listed anew at the next read (every folder
+// when one's is not known).
+func (d *Dirs) Show(ids []int64) {
+	d.mu.Lock()
+	var keys []DirKey
+	all := false
+	for _, id := range ids {
+		key, ok := d.hide[id]
+		if !ok {
+			continue
+		}
+		delete(d.hide, id)
+		if key == nil {
+			all = true
+		} else if !slices.Contains(keys, *key) {
+			keys = append(keys, *key)
+		}
+	}
+	d.mu.Unlock()
+	if w := d.watch.Load(); w != nil && w.Shown != nil && (all || len(keys) > 0) {
+		w.Shown(ids)
+	}
+	if all {
+		d.DropAll()
+		return
+	}
+	for _, key := range keys {
+		d.Drop(key)
+	}
+}
+
+// visibleLocked is files without the hidden ones.
+func (d *Dirs) visibleLocked(files []api.File) []api.File {
+	if len(d.hide) == 0 {
+		return files
+	}
+	out := files[:0:0]
+	for _, f := range files {
+		if _, hidden := d.hide[f.ID]; !hidden {
+			out = append(out, f)
+		}
+	}
+	return out
+}

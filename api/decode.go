@@ -368,6 +368,15 @@ func decodeResponse(op string, status int, header http.Header, body []byte, out 
 func decodeAnswer(op string, status int, header http.Header, body []byte, out any, now time.Time) (int, json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(body)
 	var env envelope
+	if d, ok := out.(envelopeDecoder); ok && len(trimmed) > 0 && trimmed[0] == '{' {
+		if commit, ok := d.decodeWithEnvelope(trimmed, &env); ok {
+			code, err := decodeEnvelope(op, status, header, trimmed, true, env, nil, now)
+			if err == nil {
+				commit()
+			}
+			return code, env.Timestamp, err
+		}
+	}
 	isObject := len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &env) == nil
 	code, err := decodeEnvelope(op, status, header, trimmed, isObject, env, out, now)
 	return code, env.Timestamp, err
@@ -418,6 +427,13 @@ func decodeEnvelope(op string, status int, header http.Header, trimmed []byte, i
 		}
 	}
 	return code, nil
+}
+
+// envelopeDecoder is an answer that decodes itself and the envelope around
+// it in one pass where it can (a listing page: filesPage); commit fills it,
+// once the envelope says it is no error.
+type envelopeDecoder interface {
+	decodeWithEnvelope(b []byte, env *envelope) (commit func(), ok bool)
 }
 
 // envelopeMessage returns the text of message, or else of error (a string, or

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // jsonString, the fast path of the decoder's strings, reads every JSON
@@ -66,7 +67,7 @@ func BenchmarkDecodeFilesPage(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
 		var p filesPage
-		if err := json.Unmarshal(body, &p); err != nil || len(p.Files) != 100 {
+		if _, err := decodeResponse("GET /files", 200, nil, body, &p, time.Time{}); err != nil || len(p.Files) != 100 {
 			b.Fatal(len(p.Files), err)
 		}
 	}

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +35,8 @@ func FuzzDecodeResponse(f *testing.F) {
 		{200, `{"client_code":200,"usage_minutes":`},
 		{200, `{"client_code":200,"id":1e400}`},
 		{200, `{"softwares":"x","size":"NaN","id":[1]}`},
+		{200, `{"client_code":200,"files":[null,{"id":7,"type":"file","name":"flat","size":"3","object_type":"file","parent_id":1},{"id":"8","attributes":"oops","name":"x"}],"current":{"id":"1","attributes":{"name":"d","object_type":"directory"}},"count":"3","next_page":2}`},
+		{200, `{"client_code":4717,"message":"file not found","files":[{"id":"5","attributes":{"name":"a"}}]}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.status, []byte(s.body))
@@ -64,6 +69,7 @@ func FuzzDecodeResponse(f *testing.F) {
 					Seats []Seat `json:"seats"`
 				})
 			},
+			func() any { return new(filesPage) }, // decoded in one pass with its envelope where it can
 			func() any { return new(CreateSeatsResult) },
 			func() any { return new(DownloadJob) },
 			func() any { return new(DownloadLink) },
@@ -96,5 +102,67 @@ func FuzzDecodeResponse(f *testing.F) {
 				t.Fatalf("unclean error: %q", msg)
 			}
 		}
+		samePage(t, status, body)
 	})
+}
+
+// samePage checks that a listing page decodes in one pass (filesPage, with
+// its envelope) as it does the long way, written out here: the envelope
+// first, then each record as a resource (its attributes object, or itself
+// when that is not an object), fields taken one by one. The same records,
+// and an error where the long way has one.
+func samePage(t *testing.T, status int, body []byte) {
+	t.Helper()
+	var fast filesPage
+	var raw struct {
+		Files    []json.RawMessage `json:"files"`
+		Current  json.RawMessage   `json:"current"`
+		Count    lenientInt        `json:"count"`
+		NextPage *lenientInt       `json:"next_page"`
+	}
+	fc, ferr := decodeResponse("GET /files", status, nil, body, &fast, time.Time{})
+	sc, serr := decodeResponse("GET /files", status, nil, body, &raw, time.Time{})
+	slow := filesPage{Count: raw.Count, NextPage: raw.NextPage}
+	if serr == nil && raw.Files != nil {
+		slow.Files = make([]File, len(raw.Files))
+	}
+	for i, b := range raw.Files {
+		if serr == nil {
+			slow.Files[i], serr = referenceFile(b)
+		}
+	}
+	if t := bytes.TrimSpace(raw.Current); serr == nil && len(t) > 0 && string(t) != "null" {
+		c, err := referenceFile(raw.Current)
+		slow.Current, serr = &c, err
+	}
+	if fc != sc || (ferr == nil) != (serr == nil) {
+		t.Fatalf("one pass: %d %v; the long way: %d %v", fc, ferr, sc, serr)
+	}
+	if ferr == nil && !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("one pass: %+v; the long way: %+v", fast, slow)
+	}
+}
+
+// referenceFile decodes a file record the long way (samePage).
+func referenceFile(b []byte) (File, error) {
+	if t := bytes.TrimSpace(b); len(t) == 0 || string(t) == "null" {
+		return File{}, nil
+	}
+	var r resource
+	if err := json.Unmarshal(b, &r); err != nil {
+		return File{}, err
+	}
+	src := bytes.TrimSpace(r.Attributes)
+	if len(src) == 0 || src[0] != '{' {
+		src = b
+	}
+	var a fileAttrs
+	if err := json.Unmarshal(src, &a); err != nil {
+		return File{}, err
+	}
+	return File{ID: int64(r.ID), Name: string(a.Name), Size: int64(a.Size), ObjectType: string(a.ObjectType),
+		ParentID: int64(a.ParentID), LastModified: time.Time(a.LastModified),
+		FileStorageSize: a.FileStorageSize.ptr(), FileStorageUsage: a.FileStorageUsage.ptr(),
+		Details: &FileDetails{Type: string(r.Type), ContentType: string(a.ContentType), Region: string(a.Region),
+			Status: string(a.Status), Path: a.Path.ptr(), User: a.User, MachineID: a.MachineID.ptr()}}, nil
 }

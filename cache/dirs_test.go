@@ -39,6 +39,45 @@ func TestDirsPutAndRemoveEditTheCachedListing(t *testing.T) {
 	}
 }
 
+// A Put of a new name appends to the cached listing's array in place where
+// it has room (a folder of 100,000 entries copied 10 MB per upload): a
+// reader's listing keeps its length and entries, a hidden file is not
+// appended, and a Put of a name already listed still makes a copy.
+func TestDirsPutOfANewNameAppendsInPlace(t *testing.T) {
+	d := NewDirs(nil, time.Hour, nil)
+	key := DirKey{Area: Area{Kind: Shared}, ID: 5}
+	files := make([]api.File, 2, 8)
+	files[0], files[1] = api.File{ID: 1, Name: "a"}, api.File{ID: 2, Name: "b"}
+	d.dirs[key] = &Listing{Files: files, Fetched: time.Now()}
+	held := d.dirs[key]
+	d.Put(key, api.File{ID: 3, Name: "c"})
+	d.Put(key, api.File{ID: 4, Name: "d"})
+	got := d.dirs[key].Files
+	if len(got) != 4 || got[2].Name != "c" || got[3].Name != "d" || &got[0] != &files[0] {
+		t.Fatalf("after two new names: %+v (same array: %v)", got, &got[0] == &files[0])
+	}
+	if len(held.Files) != 2 || held.Files[1].Name != "b" {
+		t.Fatalf("a reader's listing changed: %+v", held.Files)
+	}
+	d.Hide(DirKey{Area: Area{Kind: Shared}, ID: 6}, 5) // renamed away from another folder
+	d.Put(key, api.File{ID: 5, Name: "e"})
+	if got := d.dirs[key].Files; len(got) != 4 {
+		t.Fatalf("a hidden file was appended: %+v", got)
+	}
+	d.Put(key, api.File{ID: 6, Name: "f"})
+	if got := d.dirs[key].Files; len(got) != 5 || got[4].Name != "f" || &got[0] != &files[0] {
+		t.Fatalf("a new name beside hidden ones: %+v", got)
+	}
+	before := d.dirs[key]
+	d.Put(key, api.File{ID: 7, Name: "a"}) // a name listed: replaced, in a copy
+	if got := d.dirs[key].Files; len(got) != 5 || &got[0] == &files[0] || got[4].ID != 7 {
+		t.Fatalf("a name listed: %+v", got)
+	}
+	if before.Files[0].ID != 1 || len(before.Files) != 5 {
+		t.Fatalf("the listing before the replacement changed: %+v", before.Files)
+	}
+}
+
 // names lists a folder through d and returns its entries' names.
 func names(t *testing.T, d *Dirs, key DirKey) []string {
 	t.Helper()

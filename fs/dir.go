@@ -21,35 +21,6 @@ import (
 	"github.com/orgfs/orgfs/cache"
 )
 
-// dirView is a folder listing with the names the mount shows for it. Files
-// written here and not on the service yet are not in it: Lookup asks the
-// staging for a name, Readdir adds them, so a create costs no rebuild of the
-// view (a copy of n files into a folder stays O(n), not O(n²)).
-// With links on, a link file shows under its link's name (links.go).
-type dirView struct {
-	listing  *cache.Listing
-	files    []api.File
-	names    []string
-	byName   map[string]int
-	shadowed []api.File // link files not shown: an entry of their name shows
-}
-
-func newDirView(l *cache.Listing, links bool) *dirView {
-	files, shadowed := l.Files, []api.File(nil)
-	if links {
-		files, shadowed = linkFiles(l.Files)
-	}
-	items := make([]named, len(files))
-	for i, f := range files {
-		items[i] = named{shownName(f, links), f.ID}
-	}
-	v := &dirView{listing: l, files: files, shadowed: shadowed, names: uniqueNames(items), byName: make(map[string]int, len(items))}
-	for i, name := range v.names {
-		v.byName[name] = i
-	}
-	return v
-}
-
 // dirNode is a folder of a storage area (shared/, a computer's, recordings/),
 // or an area's root (key.ID 0).
 type dirNode struct {

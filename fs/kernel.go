@@ -55,7 +55,10 @@ func (n *dirNode) setView(l *cache.Listing) *dirView {
 	old := n.view
 	fresh := old == nil || old.listing != l
 	if fresh {
-		n.view = newDirView(l, !n.fsys.opts.NoLinks)
+		var ok bool
+		if n.view, ok = old.extended(l, !n.fsys.opts.NoLinks); !ok {
+			n.view = newDirView(l, !n.fsys.opts.NoLinks)
+		}
 	}
 	v := n.view
 	n.mu.Unlock()

@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -84,6 +85,9 @@ func shownName(f api.File, links bool) string {
 // entry of the name they show (X.rclonelink beside a file or folder X: the
 // real X shows), and returns those apart.
 func linkFiles(files []api.File) (shown, shadowed []api.File) {
+	if !slices.ContainsFunc(files, isLinkFile) {
+		return files, nil // no link: the listing as it is (no set of its names)
+	}
 	real := map[string]bool{}
 	for _, f := range files {
 		if !isLinkFile(f) {

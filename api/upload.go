@@ -52,6 +52,12 @@ type UploadRequest struct {
 	// Progress, when set, is called as bytes are sent, with the bytes done
 	// so far (never decreasing) and Size. Calls never overlap; keep it fast.
 	Progress func(done, total int64)
+	// Created, when set, is called with the file's id once the service
+	// made its record (POST /files answered), before a byte is sent: the
+	// id the file has on the service if the upload completes, though its
+	// answer may never come (a caller that crashes meanwhile can still
+	// know the file for its own).
+	Created func(id int64)
 }
 
 // UploadResult is the outcome of a successful Upload.
@@ -188,6 +194,9 @@ func (c *Client) Upload(ctx context.Context, req UploadRequest) (*UploadResult, 
 	})
 	if err != nil {
 		return nil, err
+	}
+	if req.Created != nil {
+		req.Created(init.ID)
 	}
 	fail := func(err error) (*UploadResult, error) {
 		c.abandonUpload(ctx, req, init.ID, err)

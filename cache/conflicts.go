@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -115,7 +116,7 @@ func (s *Staging) knownLocked(id int64) bool {
 		return true
 	}
 	for _, st := range s.entries {
-		if st.replaces == id || st.conflictID == id {
+		if st.replaces == id || st.conflictID == id || slices.Contains(st.sent, id) {
 			return true
 		}
 		for _, d := range st.deleteAfter {

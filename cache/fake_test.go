@@ -47,8 +47,11 @@ type fakeClient struct {
 	// before it answers (a change landing while the answer is on its way).
 	// Guarded by mu.
 	beforeAnswer func(method string)
-	uploads      []api.UploadRequest     // guarded by mu; the Upload calls' requests
-	downloads    []api.DownloadToRequest // guarded by mu; the DownloadTo calls' requests
+	uploads      []api.UploadRequest // guarded by mu; the Upload calls' requests
+	// completed, when set, is called once an upload is on the service,
+	// before its answer. Guarded by mu.
+	completed func(id int64)
+	downloads []api.DownloadToRequest // guarded by mu; the DownloadTo calls' requests
 }
 
 // fakeFile is one file or folder of the fake service.
@@ -84,8 +87,13 @@ func (c *fakeClient) put(area Area, parent int64, name string, data []byte) api.
 
 func (c *fakeClient) putLocked(area Area, parent int64, name string, data []byte) api.File {
 	c.nextID++
+	return c.putIDLocked(c.nextID, area, parent, name, data)
+}
+
+// putIDLocked is putLocked with the id given (taken from nextID before).
+func (c *fakeClient) putIDLocked(id int64, area Area, parent int64, name string, data []byte) api.File {
 	f := api.File{
-		ID: c.nextID, Name: name, Size: int64(len(data)), ObjectType: api.ObjectFile, ParentID: parent,
+		ID: id, Name: name, Size: int64(len(data)), ObjectType: api.ObjectFile, ParentID: parent,
 		LastModified: time.Now().UTC().Truncate(time.Second),
 		Details:      &api.FileDetails{Type: "file", ContentType: contentType(name), Status: api.FileStatusUploadCompleted},
 	}
@@ -337,18 +345,31 @@ func (c *fakeClient) Upload(ctx context.Context, req api.UploadRequest) (*api.Up
 		area = Area{Kind: Machine, MachineID: req.MachineID}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, f := range c.childrenLocked(area, req.ParentID) {
-		if f.Name != req.Name {
-			continue
-		}
-		if !req.Overwrite {
+		if f.Name == req.Name && !req.Overwrite {
+			c.mu.Unlock()
 			return nil, &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeFileExists, Message: "file already exists"}
 		}
-		delete(c.files, f.ID)
 	}
-	f := c.putLocked(area, req.ParentID, req.Name, data)
+	c.nextID++
+	id := c.nextID // the record's
+	c.mu.Unlock()
+	if req.Created != nil {
+		req.Created(id)
+	}
+	c.mu.Lock()
+	for _, f := range c.childrenLocked(area, req.ParentID) {
+		if f.Name == req.Name {
+			delete(c.files, f.ID)
+		}
+	}
+	f := c.putIDLocked(id, area, req.ParentID, req.Name, data)
 	c.files[f.ID].file.Details.ContentType = req.ContentType
+	completed := c.completed
+	c.mu.Unlock()
+	if completed != nil {
+		completed(f.ID) // on the service; its answer not read yet
+	}
 	if req.Progress != nil {
 		req.Progress(req.Size, req.Size)
 	}

@@ -26,7 +26,13 @@ type Staged struct {
 	target      Target
 	replaces    int64   // the service file the upload overwrites
 	deleteAfter []int64 // service files to delete once the upload succeeded
-	overwrite   bool    // upload with overwrite even when replaces is 0 (after a 451)
+	// sent are the ids the service gave this file's uploads begun since the
+	// last one that ended (api.UploadRequest.Created), kept in the record:
+	// an upload that completed as the daemon was killed, its answer never
+	// read, is this mount's own after the restart, not another writer's
+	// version to go up beside as a conflict copy.
+	sent        []int64
+	overwrite   bool // upload with overwrite even when replaces is 0 (after a 451)
 	state       stagedState
 	savedState  string // State of the record on disk (recPending, recFailed or recUploaded)
 	writers     int    // OpenWriter calls not yet closed

@@ -36,6 +36,9 @@ type stagedRecord struct {
 	// The conflict copy it went up as (conflicts.go), when it did.
 	ConflictName string `json:"conflict_name,omitempty"`
 	ConflictID   int64  `json:"conflict_id,omitempty"`
+	// Sent are the ids of this file's uploads begun since its last one that
+	// ended (Staged.sent): this mount's own, should one have completed.
+	Sent []int64 `json:"sent,omitempty"`
 }
 
 // Values of stagedRecord.State.
@@ -213,6 +216,7 @@ func (s *Staging) loadEntry(seq int64, savedAt map[*Staged]time.Time) (*Staged, 
 	st := s.newStaged(seq, f, Target{Area: area, ParentID: rec.ParentID, Name: rec.Name}, rec.Replaces)
 	st.deleteAfter = rec.DeleteAfter
 	st.conflictName, st.conflictID = rec.ConflictName, rec.ConflictID
+	st.sent = rec.Sent
 	st.path = rec.Path
 	st.savedState = rec.State
 	if rec.LastError != "" {
@@ -257,7 +261,7 @@ func (s *Staging) writeRecord(st *Staged, state string) error {
 		Area: "shared", ParentID: st.target.ParentID, Name: st.target.Name, Replaces: st.replaces,
 		State: state, Attempts: st.attempts, DeleteAfter: st.deleteAfter, Saved: time.Now(),
 		Path: st.path, Final: state == recFailed && st.final,
-		ConflictName: st.conflictName, ConflictID: st.conflictID,
+		ConflictName: st.conflictName, ConflictID: st.conflictID, Sent: st.sent,
 	}
 	if st.target.Area.Kind == Machine {
 		rec.Area, rec.MachineID = "machine", st.target.Area.MachineID

@@ -228,6 +228,12 @@ func (s *Staging) send(up *upload) (*api.UploadResult, int64, error) {
 			st.done, st.total = done, total
 			s.mu.Unlock()
 		},
+		Created: func(id int64) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			st.sent = append(st.sent, id)
+			s.saveLocked(st, true) // before a byte is sent
+		},
 	}
 	if up.target.Area.Kind == Machine {
 		req.MachineID = up.target.Area.MachineID
@@ -287,6 +293,10 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 // returns the service files still to delete after it.
 func (s *Staging) clearLocked(st *Staged, res *api.UploadResult) []int64 {
 	s.mine.Add(res.ID, struct{}{})
+	for _, id := range st.sent {
+		s.mine.Add(id, struct{}{}) // an attempt before may have completed too
+	}
+	st.sent = nil
 	st.lastErr, st.permErr, st.attempts, st.retries, st.retryAsked = nil, nil, 0, 0, false
 	st.deleteAfter = slices.DeleteFunc(st.deleteAfter, func(id int64) bool { return id == res.ID })
 	s.saveLocked(st, true)

@@ -90,10 +90,12 @@ func lockCacheDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// probe makes one cheap request, with few retries, so bad credentials or an
-// unreachable endpoint end the start with one readable line.
+// probe makes one cheap request, so bad credentials or an unreachable
+// endpoint end the start with one readable line. A service that fails a few
+// times (a 5xx, a reset: a blip at boot) is tried again, 5 times within 10 s
+// (2 before: the model test's restarts under faults met two in a row).
 func probe(creds api.Credentials, log logrus.FieldLogger) error {
-	c, err := api.New(creds, api.Options{Logger: logging.Discard(), MaxAttempts: 2, MaxRetryTime: 10 * time.Second, PerPage: 1})
+	c, err := api.New(creds, api.Options{Logger: logging.Discard(), MaxAttempts: 5, MaxRetryTime: 10 * time.Second, PerPage: 1})
 	if err != nil {
 		return err
 	}

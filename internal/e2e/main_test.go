@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -124,6 +129,38 @@ func TestMountStartErrors(t *testing.T) {
 				t.Errorf("took %v to fail", d)
 			}
 		})
+	}
+}
+
+// A service that fails the first requests (a blip at boot: 503s) does not
+// end the start: its probe tries again, and the mount comes up.
+func TestMountStartRetriesAFlakyService(t *testing.T) {
+	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
+	good := testkit.Creds(t, srv, emulator.OrgA)
+	u, err := url.Parse(good.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	var n atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 3 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"client_code":503,"message":"unavailable"}`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	flaky := good
+	flaky.Endpoint = front.URL + u.Path
+	d := startDaemon(t, t.TempDir(), "--credentials", writeCreds(t, flaky), "--cache-dir", t.TempDir())
+	if got := n.Load(); got <= 3 {
+		t.Fatalf("%d requests reached the service's front", got)
+	}
+	if _, err := os.ReadDir(filepath.Join(d.dir, "shared")); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -135,11 +135,17 @@ func (s stagedState) String() string {
 func (st *Staged) unstagedLocked() bool { return st.removed || st.retired }
 
 // inheritLocked takes over what other, a staged file st replaces at the same
-// target, was to delete after its upload.
+// target, was to delete after its upload, and the ids of its uploads (sent:
+// one may have completed at the name).
 func (st *Staged) inheritLocked(other *Staged) {
 	for _, id := range other.deleteAfter {
 		if !slices.Contains(st.deleteAfter, id) {
 			st.deleteAfter = append(st.deleteAfter, id)
+		}
+	}
+	for _, id := range other.sent {
+		if !slices.Contains(st.sent, id) {
+			st.sent = append(st.sent, id)
 		}
 	}
 }

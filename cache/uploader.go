@@ -232,6 +232,7 @@ func (s *Staging) send(up *upload) (*api.UploadResult, int64, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			st.sent = append(st.sent, id)
+			s.mine.Add(id, struct{}{})
 			s.saveLocked(st, true) // before a byte is sent
 		},
 	}

@@ -177,15 +177,7 @@ func TestStoreRenamedAwayStaysAwayAfterARestart(t *testing.T) {
 	if got := names(t, s.Dirs, root); !slices.Equal(got, []string{"f1"}) {
 		t.Fatalf("listed %v", got)
 	}
-	st, err := s.StageCopy(context.Background(), Target{Area: shared, Name: "g"}, old, 0) // mv f1 g
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Supersede(root, old, st)
-	st.CloseWriter()
-	if got := names(t, s.Dirs, root); len(got) != 0 {
-		t.Fatalf("listed %v after the rename, want nothing on the service but the staged g", got)
-	}
+	renameAway(t, s, old, "g")
 	s.Close()
 
 	release := fake.hold("Upload") // the restart resumes g's upload at once: held
@@ -197,6 +189,24 @@ func TestStoreRenamedAwayStaysAwayAfterARestart(t *testing.T) {
 	if got := names(t, s.Dirs, root); len(got) != 0 {
 		t.Fatalf("listed %v after the restart: the name renamed away is back", got)
 	}
+}
+
+// renameAway renames service file old, the only file of the shared root,
+// to name as the mount does (mv f1 g: a staged copy that deletes it once
+// up), and checks that the root lists nothing on the service then.
+func renameAway(t *testing.T, s *Store, old api.File, name string) *Staged {
+	t.Helper()
+	root := DirKey{Area: Area{Kind: Shared}}
+	st, err := s.StageCopy(context.Background(), Target{Area: root.Area, Name: name}, old, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Supersede(root, old, st)
+	st.CloseWriter()
+	if got := names(t, s.Dirs, root); len(got) != 0 {
+		t.Fatalf("listed %v after the rename, want nothing on the service but the staged %s", got, name)
+	}
+	return st
 }
 
 // A file unlinked just as its upload ends (after the mount was told of the
@@ -412,15 +422,7 @@ func TestStoreKeptOriginalsShowAgain(t *testing.T) {
 				t.Fatalf("listed %v", got)
 			}
 			c.fail(fake)
-			st, err := s.StageCopy(context.Background(), Target{Area: shared, Name: "g"}, old, 0) // mv f1 g
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Supersede(root, old, st)
-			st.CloseWriter()
-			if got := names(t, s.Dirs, root); len(got) != 0 {
-				t.Fatalf("listed %v after the rename, want nothing on the service but the staged g", got)
-			}
+			st := renameAway(t, s, old, "g")
 			c.undo(t, s, st)
 			testkit.WaitFor(t, 5*time.Second, "f1 listed again", func() bool {
 				return slices.Contains(names(t, s.Dirs, root), "f1")

@@ -71,6 +71,23 @@ type Listing struct {
 	Seq uint64
 }
 
+// Appended returns the entries l has past prev's, when l is prev with
+// entries appended in place (Dirs.Put of new names: the same array, longer);
+// not ok otherwise. The mount's view of a folder follows such a change
+// without being made anew (fs/dirview.go).
+func (l *Listing) Appended(prev *Listing) (added []api.File, ok bool) {
+	return appended(l.Files, prev.Files)
+}
+
+// appended is b's entries past a's, when b is a with entries appended in
+// place.
+func appended(b, a []api.File) ([]api.File, bool) {
+	if len(a) == 0 || len(b) < len(a) || &a[0] != &b[0] {
+		return nil, false
+	}
+	return b[len(a):], true
+}
+
 // newListing makes a listing, its folders counted once (a folder's getattr
 // reads the count).
 func newListing(files []api.File, current *api.File, fetched time.Time, seq uint64) *Listing {

@@ -124,12 +124,14 @@ func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) uint64 {
 	d.logLocked(key, f)
 	if l, ok := d.dirs[key]; ok {
 		files := f(l.Files)
-		if len(d.hide) > 0 && !sameArray(files, l.Files) {
-			files = d.visibleLocked(files)
-		} else if len(d.hide) > 0 {
-			// Appended (Put): the listing had no hidden file, the new ones
-			// are checked alone, and the array kept.
-			files = append(files[:len(l.Files)], d.visibleLocked(files[len(l.Files):])...)
+		if len(d.hide) > 0 {
+			if added, ok := appended(files, l.Files); ok {
+				// The listing had no hidden file: the new entries are
+				// checked alone, and the array kept.
+				files = append(files[:len(l.Files)], d.visibleLocked(added)...)
+			} else {
+				files = d.visibleLocked(files)
+			}
 		}
 		d.dirs[key] = newListing(files, l.Current, l.Fetched, d.editSeq)
 	}
@@ -196,11 +198,6 @@ func (d *Dirs) Show(ids []int64) {
 	for _, key := range keys {
 		d.Drop(key)
 	}
-}
-
-// sameArray reports whether b is a, or a with entries appended in place.
-func sameArray(b, a []api.File) bool {
-	return len(a) > 0 && len(b) >= len(a) && &a[0] == &b[0]
 }
 
 // visibleLocked is files without the hidden ones.

@@ -418,13 +418,7 @@ func (s *Staging) countLocked(res *api.UploadResult) {
 // (one fetched once the upload was complete lists it). The target stays
 // busy until then, so that a new file at the same name is uploaded after.
 func (s *Staging) dropUploaded(up *upload, res *api.UploadResult) {
-	if s.onSuperseded != nil {
-		s.onSuperseded(up.target, res.ID)
-	}
-	if err := s.deleteFile(res.ID); err != nil && s.ctx.Err() == nil {
-		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": res.ID}).Warn("staging: could not delete the upload of a file removed meanwhile; it stays on the service and shows again")
-		s.kept([]int64{res.ID})
-	}
+	s.dropRemoved(up, res.ID)
 	s.mu.Lock()
 	s.countLocked(res)
 	s.endLocked(up)
@@ -445,11 +439,23 @@ func (s *Staging) dropAbandoned(up *upload, err error) {
 	if id == 0 || !removed {
 		return
 	}
+	s.dropRemoved(up, id)
+}
+
+// dropRemoved deletes service file id, what an upload of a file removed
+// meanwhile made (dropUploaded, dropAbandoned), hidden from listings first.
+func (s *Staging) dropRemoved(up *upload, id int64) {
 	if s.onSuperseded != nil {
 		s.onSuperseded(up.target, id)
 	}
+	s.deleteOrShow(id, up.name, "the upload of a file removed meanwhile")
+}
+
+// deleteOrShow deletes service file id, which the staging meant to be gone;
+// one that stays (the deletion failed) is logged and shown again (OnKept).
+func (s *Staging) deleteOrShow(id int64, name, what string) {
 	if err := s.deleteFile(id); err != nil && s.ctx.Err() == nil {
-		s.log.WithError(err).WithFields(logrus.Fields{"path": up.name, "id": id}).Warn("staging: could not delete the upload of a file removed meanwhile; it stays on the service and shows again")
+		s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete " + what + "; it stays on the service and shows again")
 		s.kept([]int64{id})
 	}
 }
@@ -497,10 +503,7 @@ func (s *Staging) deleteLater(ids []int64, name string, why string) {
 			if s.ctx.Err() != nil {
 				return
 			}
-			if err := s.deleteFile(id); err != nil && s.ctx.Err() == nil {
-				s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete a service file (" + why + "); it stays on the service and shows again")
-				s.kept([]int64{id})
-			}
+			s.deleteOrShow(id, name, "a service file ("+why+")")
 		}
 	}()
 }

@@ -69,11 +69,10 @@ func (v *dirView) extended(l *cache.Listing, links bool) (*dirView, bool) {
 	if v == nil || v.renamed || len(v.shadowed) > 0 || len(v.files) != len(v.listing.Files) {
 		return nil, false
 	}
-	old := v.listing.Files
-	if len(l.Files) <= len(old) || len(old) == 0 || &l.Files[0] != &old[0] {
+	add, ok := l.Appended(v.listing)
+	if !ok || len(add) == 0 {
 		return nil, false
 	}
-	add := l.Files[len(old):]
 	byName := maps.Clone(v.byName)
 	names := make([]string, len(v.names), len(v.names)+len(add))
 	copy(names, v.names)

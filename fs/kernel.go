@@ -85,7 +85,11 @@ func (n *dirNode) listingChanged(cur *dirView) {
 		// and a file node refuses a record older than its own (update: an
 		// edit landing while this runs).
 		if l, ok := n.fsys.store.Dirs.Cached(n.dirKey()); ok && l != cur.listing && !l.Fetched.Before(listedAt) {
-			cur, listedAt, seq = newDirView(l, !n.fsys.opts.NoLinks), l.Fetched, l.Seq
+			if l.Fetched.After(listedAt) {
+				n.setView(l) // a newer fetch: the folder's view takes it, and tells its news
+				return
+			}
+			cur, seq = n.setView(l), l.Seq // this fetch, edited since: the view, extended where it can be
 		}
 		for name := range n.Children() {
 			f := api.File{Name: name} // gone

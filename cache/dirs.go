@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sync/singleflight"
@@ -69,14 +70,34 @@ type Listing struct {
 	// What the mount keeps of a file takes no record older than the edit
 	// that gave it the one it holds (fs/kernel.go).
 	Seq uint64
+	// edit is what made the listing from the folder's one before, when
+	// one edit of the cache did (Edited).
+	edit *listingEdit
 }
 
-// Appended returns the entries l has past prev's, when l is prev with
-// entries appended in place (Dirs.Put of new names: the same array, longer);
-// not ok otherwise. The mount's view of a folder follows such a change
-// without being made anew (fs/dirview.go).
-func (l *Listing) Appended(prev *Listing) (added []api.File, ok bool) {
-	return appended(l.Files, prev.Files)
+// listingEdit is one edit of a folder's listing (Dirs.Put, Remove): the
+// listing it was made from (weak: a chain of listings of a folder must not
+// keep each other), the entries it took out, those it put at the end.
+type listingEdit struct {
+	from           weak.Pointer[Listing]
+	removed, added []api.File
+}
+
+// Edited returns what l changed of prev when l is prev edited once by the
+// mount (Dirs.Put, Remove): the entries taken out, and those put at the end
+// (appended in place, or after the rest in a copy); not ok otherwise (a
+// listing fetched, or two edits apart). The mount's view of a folder follows
+// such a change without being made anew (fs/dirview.go): in a folder of
+// 100,000 entries each made anew took 12 ms of CPU, once per file removed
+// or replaced.
+func (l *Listing) Edited(prev *Listing) (removed, added []api.File, ok bool) {
+	if added, ok := appended(l.Files, prev.Files); ok {
+		return nil, added, true
+	}
+	if l.edit == nil || l.edit.from != weak.Make(prev) {
+		return nil, nil, false
+	}
+	return l.edit.removed, l.edit.added, true
 }
 
 // appended is b's entries past a's, when b is a with entries appended in

@@ -9,6 +9,7 @@ package cache
 
 import (
 	"slices"
+	"weak"
 
 	"github.com/orgfs/orgfs/api"
 )
@@ -69,30 +70,29 @@ func (d *Dirs) endFetchLocked(since uint64) {
 	}
 }
 
+// change is an edit of a folder's listing: files with some entries taken
+// out (removed) and some put at the end.
+type change func(files []api.File) (out, removed []api.File)
+
 // Put adds a file the mount itself created or changed to its folder's
 // cached listing (replacing an entry of the same id or name), so the change
 // shows at once without a new listing. A folder not cached is left alone: its
 // next listing will have the file.
 func (d *Dirs) Put(key DirKey, f api.File) {
 	f = listed(f)
-	seq := d.edit(key, func(files []api.File) []api.File {
+	seq := d.edit(key, func(files []api.File) ([]api.File, []api.File) {
 		if !slices.ContainsFunc(files, func(x api.File) bool { return x.ID == f.ID || x.Name == f.Name }) {
 			// A new name (an upload of a new file): appended, in place where
 			// the array has room. Whoever holds files holds its length and
 			// sees nothing past it, and only the newest listing of a folder
 			// is edited. A folder of 100,000 entries took a copy of 10 MB per
 			// upload; the mount's view of it follows the same way (fs
-			// dirView.extended).
-			return append(files, f)
+			// dirView.derived).
+			return append(files, f), nil
 		}
-		out := make([]api.File, 0, len(files)+1)
-		for _, x := range files {
-			if x.ID != f.ID && x.Name != f.Name {
-				out = append(out, x)
-			}
-		}
-		return append(out, f)
-	})
+		out, removed := without(files, func(x api.File) bool { return x.ID == f.ID || x.Name == f.Name })
+		return append(out, f), removed
+	}, 1)
 	if w := d.watch.Load(); w != nil && w.Put != nil {
 		w.Put(key, f, seq)
 	}
@@ -100,40 +100,59 @@ func (d *Dirs) Put(key DirKey, f api.File) {
 
 // Remove takes a file the mount deleted out of its folder's cached listing.
 func (d *Dirs) Remove(key DirKey, id int64) {
-	d.edit(key, func(files []api.File) []api.File {
-		out := make([]api.File, 0, len(files))
-		for _, x := range files {
-			if x.ID != id {
-				out = append(out, x)
-			}
+	d.edit(key, func(files []api.File) ([]api.File, []api.File) {
+		return without(files, func(x api.File) bool { return x.ID == id })
+	}, 0)
+}
+
+// without is files without those gone says, in a copy, and those. The
+// entries between are copied in runs (a folder of 100,000 entries is 10 MB).
+func without(files []api.File, gone func(api.File) bool) (out, removed []api.File) {
+	out = make([]api.File, 0, len(files))
+	from := 0
+	for i, x := range files {
+		if gone(x) {
+			out = append(out, files[from:i]...)
+			removed, from = append(removed, x), i+1
 		}
-		return out
-	})
+	}
+	return append(out, files[from:]...), removed
 }
 
 // edit replaces a cached listing by an edited copy (readers keep the old
-// one). While listing fetches are on their way, the edit is logged, to be
+// one), which says what the edit changed (Listing.Edited) where it is all
+// in c's answer: c took out removed and put the last added entries at the
+// end. While listing fetches are on their way, the edit is logged, to be
 // made on their answers too (fetchListing). Hidden files stay out, as in a
 // fetched listing: a Put of a file renamed away meanwhile (its upload
 // ending as the rename happened) does not bring it back.
 //
 // It returns the edit's number (Listing.Seq).
-func (d *Dirs) edit(key DirKey, f func([]api.File) []api.File) uint64 {
+func (d *Dirs) edit(key DirKey, c change, added int) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.logLocked(key, f)
+	d.logLocked(key, func(files []api.File) []api.File {
+		out, _ := c(files)
+		return out
+	})
 	if l, ok := d.dirs[key]; ok {
-		files := f(l.Files)
+		files, removed := c(l.Files)
+		told := true
 		if len(d.hide) > 0 {
 			if added, ok := appended(files, l.Files); ok {
 				// The listing had no hidden file: the new entries are
 				// checked alone, and the array kept.
 				files = append(files[:len(l.Files)], d.visibleLocked(added)...)
 			} else {
+				n := len(files)
 				files = d.visibleLocked(files)
+				told = len(files) == n
 			}
 		}
 		d.dirs[key] = newListing(files, l.Current, l.Fetched, d.editSeq)
+		if _, inPlace := appended(files, l.Files); told && !inPlace {
+			d.dirs[key].edit = &listingEdit{from: weak.Make(l), removed: removed, added: files[len(files)-added:]}
+		}
 	}
 	return d.editSeq
 }

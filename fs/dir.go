@@ -120,8 +120,7 @@ func (n *dirNode) cachedHas(name string) bool {
 	if n.view == nil {
 		return true
 	}
-	_, ok := n.view.byName[name]
-	return ok
+	return n.view.has(name)
 }
 
 func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -169,11 +168,11 @@ func (n *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 			return nil, errno
 		}
 	}
-	i, ok := v.byName[name]
+	f, ok := v.lookup(name)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	ch := n.listedChild(ctx, name, v.files[i], v.listing.Fetched, v.listing.Seq)
+	ch := n.listedChild(ctx, name, f, v.listing.Fetched, v.listing.Seq)
 	EntryAttr(ctx, ch, out)
 	if _, ok := ch.Operations().(*fileNode); ok {
 		n.fsys.keepEntry(out, v.listing.Fetched) // as long as the listing is fresh (kernel.go)
@@ -308,17 +307,16 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	// (find, du, ls -R, rsync, a file manager): their listings are fetched
 	// ahead, in the background.
 	n.fsys.store.Dirs.Ahead(n.dirKey(), v.listing)
-	entries := make([]fuse.DirEntry, len(v.names), len(v.names)+len(pending))
-	for i, f := range v.files {
-		name := v.names[i]
+	entries := make([]fuse.DirEntry, 0, v.size()+len(pending))
+	for name, f := range v.all() {
 		mode, ino := n.fsys.modeOf(f), n.fsys.inoOf(f.ID)
 		if st := pending[name]; st != nil {
 			mode, ino = n.fsys.stagedMode(st), n.fsys.stagedIno(st)
 		}
-		entries[i] = fuse.DirEntry{Name: name, Mode: mode, Ino: ino}
+		entries = append(entries, fuse.DirEntry{Name: name, Mode: mode, Ino: ino})
 	}
 	for _, name := range names {
-		if _, listed := v.byName[name]; !listed {
+		if !v.has(name) {
 			st := pending[name]
 			entries = append(entries, fuse.DirEntry{Name: name, Mode: n.fsys.stagedMode(st), Ino: n.fsys.stagedIno(st)})
 		}
@@ -367,11 +365,8 @@ func (n *dirNode) existingErr(ctx context.Context, name string) (api.File, bool,
 	if errno != 0 {
 		return api.File{}, false, errno
 	}
-	i, ok := v.byName[name]
-	if !ok {
-		return api.File{}, false, 0
-	}
-	return v.files[i], true, 0
+	f, ok := v.lookup(name)
+	return f, ok, 0
 }
 
 // Changes. Files are created, written, truncated and renamed as staging

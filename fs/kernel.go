@@ -56,7 +56,7 @@ func (n *dirNode) setView(l *cache.Listing) *dirView {
 	fresh := old == nil || old.listing != l
 	if fresh {
 		var ok bool
-		if n.view, ok = old.extended(l, !n.fsys.opts.NoLinks); !ok {
+		if n.view, ok = old.derived(l, !n.fsys.opts.NoLinks); !ok {
 			n.view = newDirView(l, !n.fsys.opts.NoLinks)
 		}
 	}
@@ -89,12 +89,12 @@ func (n *dirNode) listingChanged(cur *dirView) {
 				n.setView(l) // a newer fetch: the folder's view takes it, and tells its news
 				return
 			}
-			cur, seq = n.setView(l), l.Seq // this fetch, edited since: the view, extended where it can be
+			cur, seq = n.setView(l), l.Seq // this fetch, edited since: the view, derived where it can be
 		}
 		for name := range n.Children() {
 			f := api.File{Name: name} // gone
-			if i, ok := cur.byName[name]; ok {
-				f = cur.files[i]
+			if x, ok := cur.lookup(name); ok {
+				f = x
 			}
 			n.tellKernel(name, f, listedAt, seq)
 		}

@@ -166,7 +166,7 @@ func (n *dirNode) Symlink(ctx context.Context, target, name string, out *fuse.En
 	if errno != 0 {
 		return nil, errno
 	}
-	if _, ok := v.byName[name]; ok || v.hasRaw(name+linkSuffix) {
+	if v.has(name) || v.hasRaw(name+linkSuffix) {
 		return nil, syscall.EEXIST
 	}
 	t := n.target(name + linkSuffix)

@@ -4,10 +4,8 @@ package fs
 // names, the checks of names made, and a folder's view (dirview.go).
 
 import (
-	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -226,7 +224,7 @@ func checkShown(t *testing.T, items []named) {
 	}
 	v := newDirView(&cache.Listing{Files: files}, false)
 	seen := make(map[string]int, len(items))
-	for i, n := range v.names {
+	for i, n := range v.base.names {
 		if j, dup := seen[n]; dup {
 			t.Fatalf("%q shown for items %d and %d of %v", n, j, i, items)
 		}
@@ -237,7 +235,7 @@ func checkShown(t *testing.T, items []named) {
 		case utf8.ValidString(items[i].name) && !utf8.ValidString(n):
 			t.Fatalf("service name %q shows as %q, not UTF-8", items[i].name, n)
 		}
-		if j, ok := v.byName[n]; !ok || j != i || v.files[j].Name != items[i].name {
+		if j, ok := v.base.byName[n]; !ok || j != i || v.base.files[j].Name != items[i].name {
 			t.Fatalf("%q, shown for service name %q, leads back to item %d (%v)", n, items[i].name, j, ok)
 		}
 		if utf8.ValidString(items[i].name) {
@@ -256,84 +254,5 @@ func TestNamesStayUniqueWhenSuffixesRunOut(t *testing.T) {
 	got := uniqueNames([]named{{long, 9}, {long, 5}, {long, 5}})
 	if got[0] == got[1] || got[1] == got[2] || got[0] == got[2] {
 		t.Fatalf("names %q clash", got)
-	}
-}
-
-// A view extended by files appended to its listing (the mount's own uploads
-// of new names) is the view made anew from the longer listing, or is not
-// made (ok false) where the new files change how names are given: a name
-// shown already (a duplicate, a link's), one too long, a link file, a view
-// with names not their files' own.
-func TestViewExtendedIsTheViewMadeAnew(t *testing.T) {
-	long := strings.Repeat("x", 300)
-	cases := []struct {
-		name      string
-		base, add []string
-		links     bool
-		extends   bool
-	}{
-		{"new names", []string{"a", "b", "dir.rclonelink/"}, []string{"c", "d/"}, true, true},
-		{"links off", []string{"a", "x.rclonelink"}, []string{"y.rclonelink", "x"}, false, true},
-		{"a name shown", []string{"a", "b"}, []string{"c", "a"}, true, false},
-		{"a slash", []string{"a/b"}, []string{"a／b"}, false, false},
-		{"too long", []string{"a"}, []string{long}, false, false},
-		{"a link file", []string{"a"}, []string{"l.rclonelink"}, true, false},
-		{"a link's name", []string{"l.rclonelink"}, []string{"l"}, true, false},
-		{"renamed before", []string{"a", "a"}, []string{"a"}, false, false},
-		{"shadowed before", []string{"l", "l.rclonelink"}, []string{"b"}, true, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var files []api.File
-			for i, n := range append(c.base, c.add...) {
-				f := api.File{ID: int64(10 + i), Name: strings.TrimSuffix(n, "/"), ObjectType: api.ObjectFile}
-				if strings.HasSuffix(n, "/") {
-					f.ObjectType = api.ObjectDirectory
-				}
-				files = append(files, f)
-			}
-			base := &cache.Listing{Files: files[:len(c.base)]}
-			longer := &cache.Listing{Files: files}
-			for _, l := range []*cache.Listing{base, longer} { // one pass or uniqueNames: the same names
-				v := newDirView(l, c.links)
-				all := &dirView{files: v.files}
-				all.uniqueNames(c.links)
-				if !slices.Equal(v.names, all.names) || !maps.Equal(v.byName, all.byName) || v.renamed != all.renamed {
-					t.Fatalf("a view's names %q, uniqueNames' %q", v.names, all.names)
-				}
-			}
-			v, ok := newDirView(base, c.links).extended(longer, c.links)
-			if ok != c.extends {
-				t.Fatalf("extended: %v, want %v", ok, c.extends)
-			}
-			if !ok {
-				return
-			}
-			want := newDirView(longer, c.links)
-			if !slices.Equal(v.names, want.names) || !maps.Equal(v.byName, want.byName) || len(v.files) != len(want.files) ||
-				v.listing != longer || len(want.shadowed) != 0 {
-				t.Fatalf("extended: %q %v; made anew: %q %v", v.names, v.byName, want.names, want.byName)
-			}
-		})
-	}
-	// A listing that is not the view's with files appended in place: made anew.
-	l := &cache.Listing{Files: []api.File{{ID: 1, Name: "a"}}}
-	other := &cache.Listing{Files: []api.File{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}}
-	if _, ok := newDirView(l, true).extended(other, true); ok {
-		t.Fatal("a view extended by a listing of another array")
-	}
-}
-
-// BenchmarkDirView100k makes the view of a folder of 100,000 entries, each
-// under its own name (the daemon made one at every change of a listing).
-func BenchmarkDirView100k(b *testing.B) {
-	files := make([]api.File, 100000)
-	for i := range files {
-		files[i] = api.File{ID: int64(1000 + i), Name: "f" + strconv.Itoa(1000000+i) + ".dat", ObjectType: api.ObjectFile}
-	}
-	l := &cache.Listing{Files: files}
-	b.ReportAllocs()
-	for range b.N {
-		newDirView(l, true)
 	}
 }

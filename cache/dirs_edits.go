@@ -139,10 +139,10 @@ func (d *Dirs) edit(key DirKey, c change, added int) uint64 {
 		files, removed := c(l.Files)
 		told := true
 		if len(d.hide) > 0 {
-			if added, ok := appended(files, l.Files); ok {
+			if news, ok := appended(files, l.Files); ok {
 				// The listing had no hidden file: the new entries are
 				// checked alone, and the array kept.
-				files = append(files[:len(l.Files)], d.visibleLocked(added)...)
+				files = append(files[:len(l.Files)], d.visibleLocked(news)...)
 			} else {
 				n := len(files)
 				files = d.visibleLocked(files)

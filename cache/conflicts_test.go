@@ -305,3 +305,47 @@ func TestStagingUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 		t.Fatalf("%d conflicts after the restart: %+v", n, c)
 	}
 }
+
+// A file staged over one whose upload the service completed as the daemon
+// was killed (an editor saving again while the last save went up) takes
+// over that upload's id, recorded when the service made it: at the restart
+// the name holds a version of this mount's, which the new file overwrites
+// without a conflict copy (Staged.inheritLocked).
+func TestStagingFileOverAnUploadCompletedAtACrashIsNoConflict(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s1 := e.open(StagingOptions{WriteBack: time.Hour})
+	tg := stagingShared("f1")
+	orig := e.serviceFile(tg, []byte("v1"))
+	reached, resume := make(chan int64), make(chan struct{})
+	e.fake.mu.Lock()
+	e.fake.completed = func(id int64) {
+		reached <- id
+		<-resume
+	}
+	e.fake.mu.Unlock()
+	st := e.create(s1, tg, orig, []byte("v2, going up"))
+	flushed := make(chan error, 1)
+	go func() { flushed <- s1.Flush(context.Background(), st) }()
+	<-reached // v2 is on the service
+	e.create(s1, tg, orig, []byte("v3, saved over it"))
+	// The disk as a SIGKILL now would leave it; the killed daemon deletes
+	// nothing more (the upload it would drop, v2, stays on the service).
+	crashDir := filepath.Join(t.TempDir(), "staging")
+	if err := os.CopyFS(crashDir, os.DirFS(e.dir)); err != nil {
+		t.Fatal(err)
+	}
+	release := e.fake.hold("DeleteFile")
+	defer release()
+	e.fake.mu.Lock()
+	e.fake.completed = nil
+	e.fake.mu.Unlock()
+	close(resume)
+	<-flushed
+	e.dir = crashDir
+	s2 := e.open(StagingOptions{})
+	stagingDrain(t, s2, 10*time.Second)
+	e.want(tg, []byte("v3, saved over it"))
+	if c, n := s2.Conflicts(); n != 0 {
+		t.Fatalf("%d conflicts after the restart: %+v", n, c)
+	}
+}

@@ -274,22 +274,18 @@ func TestStagingUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 	tg := stagingShared("f1")
 	orig := e.serviceFile(tg, []byte("v1"))
 	crashDir := filepath.Join(t.TempDir(), "staging")
-	e.fake.mu.Lock()
-	e.fake.completed = func(id int64) {
+	e.fake.onCompleted(func(id int64) {
 		// The disk as a SIGKILL here would leave it, the file written to
 		// once more meanwhile.
 		if err := os.CopyFS(crashDir, os.DirFS(e.dir)); err != nil {
 			t.Error(err)
 		}
-	}
-	e.fake.mu.Unlock()
+	})
 	st := e.create(s1, tg, orig, []byte("v2, uploaded"))
 	if err := s1.Flush(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	e.fake.mu.Lock()
-	e.fake.completed = nil
-	e.fake.mu.Unlock()
+	e.fake.onCompleted(nil)
 	data, err := filepath.Glob(filepath.Join(crashDir, "*.data"))
 	if err != nil || len(data) != 1 {
 		t.Fatalf("staged data at the crash: %v %v", data, err)
@@ -297,12 +293,20 @@ func TestStagingUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 	if err := os.WriteFile(data[0], []byte("v3, written after"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.dir = crashDir
-	s2 := e.open(StagingOptions{})
-	stagingDrain(t, s2, 10*time.Second)
-	e.want(tg, []byte("v3, written after"))
-	if c, n := s2.Conflicts(); n != 0 {
-		t.Fatalf("%d conflicts after the restart: %+v", n, c)
+	restartWithoutConflict(e, crashDir, tg, []byte("v3, written after"))
+}
+
+// restartWithoutConflict starts the staging again from dir (the disk a
+// crash left), lets it upload all, and checks that tg holds want on the
+// service, with no conflict copy made.
+func restartWithoutConflict(e *stagingEnv, dir string, tg Target, want []byte) {
+	e.t.Helper()
+	e.dir = dir
+	s := e.open(StagingOptions{})
+	stagingDrain(e.t, s, 10*time.Second)
+	e.want(tg, want)
+	if c, n := s.Conflicts(); n != 0 {
+		e.t.Fatalf("%d conflicts after the restart: %+v", n, c)
 	}
 }
 
@@ -317,12 +321,10 @@ func TestStagingFileOverAnUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 	tg := stagingShared("f1")
 	orig := e.serviceFile(tg, []byte("v1"))
 	reached, resume := make(chan int64), make(chan struct{})
-	e.fake.mu.Lock()
-	e.fake.completed = func(id int64) {
+	e.fake.onCompleted(func(id int64) {
 		reached <- id
 		<-resume
-	}
-	e.fake.mu.Unlock()
+	})
 	st := e.create(s1, tg, orig, []byte("v2, going up"))
 	flushed := make(chan error, 1)
 	go func() { flushed <- s1.Flush(context.Background(), st) }()
@@ -336,16 +338,8 @@ func TestStagingFileOverAnUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 	}
 	release := e.fake.hold("DeleteFile")
 	defer release()
-	e.fake.mu.Lock()
-	e.fake.completed = nil
-	e.fake.mu.Unlock()
+	e.fake.onCompleted(nil)
 	close(resume)
 	<-flushed
-	e.dir = crashDir
-	s2 := e.open(StagingOptions{})
-	stagingDrain(t, s2, 10*time.Second)
-	e.want(tg, []byte("v3, saved over it"))
-	if c, n := s2.Conflicts(); n != 0 {
-		t.Fatalf("%d conflicts after the restart: %+v", n, c)
-	}
+	restartWithoutConflict(e, crashDir, tg, []byte("v3, saved over it"))
 }

@@ -90,6 +90,14 @@ func (c *fakeClient) putLocked(area Area, parent int64, name string, data []byte
 	return c.putIDLocked(c.nextID, area, parent, name, data)
 }
 
+// onCompleted sets (or clears: nil) the hook called once an upload is on
+// the service, before its answer.
+func (c *fakeClient) onCompleted(f func(id int64)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.completed = f
+}
+
 // putIDLocked is putLocked with the id given (taken from nextID before).
 func (c *fakeClient) putIDLocked(id int64, area Area, parent int64, name string, data []byte) api.File {
 	f := api.File{

@@ -138,16 +138,18 @@ func (st *Staged) unstagedLocked() bool { return st.removed || st.retired }
 // target, was to delete after its upload, and the ids of its uploads (sent:
 // one may have completed at the name).
 func (st *Staged) inheritLocked(other *Staged) {
-	for _, id := range other.deleteAfter {
-		if !slices.Contains(st.deleteAfter, id) {
-			st.deleteAfter = append(st.deleteAfter, id)
+	st.deleteAfter = withIDs(st.deleteAfter, other.deleteAfter...)
+	st.sent = withIDs(st.sent, other.sent...)
+}
+
+// withIDs is ids with those of add it does not hold appended.
+func withIDs(ids []int64, add ...int64) []int64 {
+	for _, id := range add {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
 	}
-	for _, id := range other.sent {
-		if !slices.Contains(st.sent, id) {
-			st.sent = append(st.sent, id)
-		}
-	}
+	return ids
 }
 
 // Seq is the staged copy's number, unique in its staging dir (it names its

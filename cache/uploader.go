@@ -263,9 +263,7 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 	case st.target != up.target:
 		// Renamed while uploading: what went up under the old name goes
 		// once the file is up under the new one.
-		if !slices.Contains(st.deleteAfter, res.ID) {
-			st.deleteAfter = append(st.deleteAfter, res.ID)
-		}
+		st.deleteAfter = withIDs(st.deleteAfter, res.ID)
 		s.mine.Add(res.ID, struct{}{}) // this mount's, though never shown (a folder renamed retires with it)
 		s.saveLocked(st, true)
 		s.countLocked(res)

@@ -2,13 +2,12 @@ package cache
 
 // What the mount uploaded becomes its content cache entry: a file just
 // written is not downloaded to be read (a 50 MB file was fetched again at
-// its first read, and a git status after a clone read every file anew). And
-// the other way: a cache file the kernel reads in passthrough becomes the
-// staging copy of a writer of the file (Staging.Adopt).
+// its first read, and a git status after a clone read every file anew). The
+// other way, a cache file the kernel reads in passthrough taken as a
+// writer's staging copy, is writeback.Staging.Adopt.
 //
 // Locks: Content.mu, then entry.mu, as in content.go; held across a rename
-// of a local file and the entry's record, no request. Staging.Adopt takes
-// Staging.mu for memory only, as Create does.
+// of a local file and the entry's record, no request.
 
 import (
 	"errors"
@@ -78,61 +77,3 @@ func (e *entry) same(m Meta) bool {
 
 // Dir is the folder of the content cache's files.
 func (c *Content) Dir() string { return c.dir }
-
-// Adopt is CreateFrom for content that already is a local file, the cache
-// file the kernel reads in passthrough: link names that very file at the
-// path given, which makes it the staging copy, so that what is written to it
-// from now on is what the upload sends. The caller has the content cache
-// forget it (Store.StageCopy). The staged file comes back with one writer
-// open (the caller's).
-func (s *Staging) Adopt(t Target, replaces int64, link func(path string) error) (*Staged, error) {
-	return s.stageNew(t, replaces, func(p string) (*os.File, error) {
-		if err := link(p); err != nil {
-			return nil, fmt.Errorf("taking the cache file: %w", err)
-		}
-		f, err := os.OpenFile(p, os.O_RDWR, 0)
-		if err != nil {
-			os.Remove(p)
-		}
-		return f, err
-	}, nil)
-}
-
-// stageNew is CreateFrom and Adopt: open makes the data file at the path
-// given (and leaves nothing there when it fails), fill (if any) writes the
-// content, and the file is synced before its record names it.
-func (s *Staging) stageNew(t Target, replaces int64, open func(path string) (*os.File, error), fill func(f *os.File) error) (*Staged, error) {
-	if err := checkTarget(t); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, errors.New("staging: closed")
-	}
-	seq := s.next
-	s.next++
-	s.mu.Unlock()
-	p := s.dataPath(seq)
-	f, err := open(p)
-	if err != nil {
-		return nil, fmt.Errorf("staging: %w", err)
-	}
-	if fill != nil {
-		err = fill(f)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err == nil && s.closed {
-		err = errors.New("staging: closed")
-	}
-	if err != nil {
-		f.Close()
-		os.Remove(p)
-		return nil, err
-	}
-	return s.publishLocked(seq, f, t, replaces, 1, "")
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/logging"
+	"github.com/orgfs/orgfs/place"
 )
 
 // The service keeps no modes, owners or modification times: a file's
@@ -72,17 +73,17 @@ func TimeAttr(t time.Time) Attr { return Attr{MTime: &t} }
 // Attrs holds what users set on files and folders of this desk.
 type Attrs struct {
 	mu      sync.Mutex
-	pending map[Target]Attr    // guarded by mu; set on files not uploaded yet
-	files   map[int64]*fileSet // guarded by mu; set on service files
-	dirs    map[DirKey]Attr    // guarded by mu; set on folders
-	journal *journal           // guarded by mu; nil: kept in memory only
+	pending map[place.Target]Attr // guarded by mu; set on files not uploaded yet
+	files   map[int64]*fileSet    // guarded by mu; set on service files
+	dirs    map[place.DirKey]Attr // guarded by mu; set on folders
+	journal *journal              // guarded by mu; nil: kept in memory only
 	// recent is the time of the mount's own record of each file uploaded
 	// lately (provisional: not the service's), so that what is set on a file
 	// just uploaded survives the first real listing; safe for concurrent use.
 	recent *lru.Cache[int64, time.Time]
 	// justUploaded is the service id each pending file lately uploaded got,
 	// by its target; safe for concurrent use.
-	justUploaded *lru.Cache[Target, int64]
+	justUploaded *lru.Cache[place.Target, int64]
 	log          logrus.FieldLogger
 }
 
@@ -102,18 +103,18 @@ func NewAttrs() *Attrs {
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
-	just, err := lru.New[Target, int64](recentUploads)
+	just, err := lru.New[place.Target, int64](recentUploads)
 	if err != nil {
 		panic(err)
 	}
-	return &Attrs{pending: map[Target]Attr{}, files: map[int64]*fileSet{}, dirs: map[DirKey]Attr{},
+	return &Attrs{pending: map[place.Target]Attr{}, files: map[int64]*fileSet{}, dirs: map[place.DirKey]Attr{},
 		recent: recent, justUploaded: just, log: logging.OrDiscard(nil)}
 }
 
 // SetPending records what was set on a pending file. One whose upload
 // ended just before (a chmod racing the upload's end) gives it to the
 // version uploaded.
-func (m *Attrs) SetPending(t Target, c Attr) {
+func (m *Attrs) SetPending(t place.Target, c Attr) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.pending[t]; !ok {
@@ -136,7 +137,7 @@ func (m *Attrs) SetPending(t Target, c Attr) {
 
 // ResetPending makes a what is set on pending file t: a new file's mode and
 // owner, or what was set on the service file it replaces.
-func (m *Attrs) ResetPending(t Target, a Attr) {
+func (m *Attrs) ResetPending(t place.Target, a Attr) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.justUploaded.Remove(t) // a new file there
@@ -153,7 +154,7 @@ func (m *Attrs) ResetPending(t Target, a Attr) {
 
 // KeepPending forgets what was set on pending files that are not pending any
 // more (keep reports those that are), as found at start.
-func (m *Attrs) KeepPending(keep func(Target) bool) {
+func (m *Attrs) KeepPending(keep func(place.Target) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for t := range m.pending {
@@ -166,7 +167,7 @@ func (m *Attrs) KeepPending(keep func(Target) bool) {
 
 // Pending is what was set on a pending file: also while its upload ends
 // (the version uploaded has it, the staging holds the file still).
-func (m *Attrs) Pending(t Target) Attr {
+func (m *Attrs) Pending(t place.Target) Attr {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if a, ok := m.pending[t]; ok {
@@ -181,7 +182,7 @@ func (m *Attrs) Pending(t Target) Attr {
 }
 
 // ForgetPending drops what was set on a pending file removed.
-func (m *Attrs) ForgetPending(t Target) {
+func (m *Attrs) ForgetPending(t place.Target) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.pending[t]; ok {
@@ -191,7 +192,7 @@ func (m *Attrs) ForgetPending(t Target) {
 }
 
 // Move follows a pending file renamed; its change time is now, as a disk's.
-func (m *Attrs) Move(from, to Target) {
+func (m *Attrs) Move(from, to place.Target) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.pending[from]
@@ -232,7 +233,7 @@ func (m *Attrs) SetFile(f api.File, c Attr) {
 // upload ends (make, rsync and git compare them). provisional is the time of
 // the record the mount made itself; the service's own time is learnt from
 // the first real listing.
-func (m *Attrs) Uploaded(t Target, id int64, provisional, modTime time.Time) {
+func (m *Attrs) Uploaded(t place.Target, id int64, provisional, modTime time.Time) {
 	m.recent.Add(id, provisional)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -299,7 +300,7 @@ func (m *Attrs) forgetLocked(id int64) {
 }
 
 // SetDir records what was set on a folder (its id never changes).
-func (m *Attrs) SetDir(k DirKey, c Attr) {
+func (m *Attrs) SetDir(k place.DirKey, c Attr) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a := m.dirs[k].With(c)
@@ -308,7 +309,7 @@ func (m *Attrs) SetDir(k DirKey, c Attr) {
 }
 
 // Dir is what was set on a folder.
-func (m *Attrs) Dir(k DirKey) Attr {
+func (m *Attrs) Dir(k place.DirKey) Attr {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.dirs[k]
@@ -316,13 +317,13 @@ func (m *Attrs) Dir(k DirKey) Attr {
 
 // TouchDir moves a folder's times to now, as a disk does when an entry is
 // made, removed or renamed in it.
-func (m *Attrs) TouchDir(k DirKey) {
+func (m *Attrs) TouchDir(k place.DirKey) {
 	now := time.Now()
 	m.SetDir(k, Attr{MTime: &now, CTime: &now})
 }
 
 // ForgetDir drops what was set on a folder deleted.
-func (m *Attrs) ForgetDir(k DirKey) {
+func (m *Attrs) ForgetDir(k place.DirKey) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.dirs[k]; ok {

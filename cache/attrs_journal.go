@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/internal/logging"
+	"github.com/orgfs/orgfs/place"
 )
 
 // AttrsFile is the attribute store's journal in the cache dir.
@@ -26,12 +27,12 @@ const AttrsFile = "attrs.jsonl"
 // attrRecord is one line of the journal: what is set now on one service
 // file, pending file or folder (Attr nil: nothing any more).
 type attrRecord struct {
-	File        int64     `json:"file,omitempty"`
-	Pending     *Target   `json:"pending,omitempty"`
-	Dir         *DirKey   `json:"dir,omitempty"`
-	Attr        *Attr     `json:"attr,omitempty"`
-	Seen        time.Time `json:"seen,omitzero"`
-	Provisional time.Time `json:"prov,omitzero"`
+	File        int64         `json:"file,omitempty"`
+	Pending     *place.Target `json:"pending,omitempty"`
+	Dir         *place.DirKey `json:"dir,omitempty"`
+	Attr        *Attr         `json:"attr,omitempty"`
+	Seen        time.Time     `json:"seen,omitzero"`
+	Provisional time.Time     `json:"prov,omitzero"`
 }
 
 // journal is the open journal file.

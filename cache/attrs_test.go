@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/place"
 )
 
 func u32(v uint32) *uint32 { return &v }
@@ -24,11 +25,11 @@ func TestAttrsJournal(t *testing.T) {
 	f := api.File{ID: 7, Name: "run.sh", LastModified: listed}
 	m.SetFile(f, Attr{Mode: u32(0o755)})
 	m.SetFile(f, TimeAttr(set)) // merged with the mode
-	pend := Target{Area: Area{Kind: Machine, MachineID: 3}, ParentID: 9, Name: "new"}
+	pend := place.Target{Area: place.Area{Kind: place.Machine, MachineID: 3}, ParentID: 9, Name: "new"}
 	m.SetPending(pend, Attr{UID: u32(1000)})
-	dir := DirKey{Area: Area{Kind: Shared}, ID: 11}
+	dir := place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 11}
 	m.SetDir(dir, Attr{Mode: u32(0o700)})
-	gone := DirKey{Area: Area{Kind: Shared}, ID: 12}
+	gone := place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 12}
 	m.SetDir(gone, Attr{Mode: u32(0o711)})
 	m.ForgetDir(gone)
 	if err := m.Close(); err != nil {
@@ -84,14 +85,14 @@ func TestAttrsJournal(t *testing.T) {
 // the writer's time, and survives the service's first listing of it.
 func TestAttrsFollowTheUpload(t *testing.T) {
 	m := NewAttrs()
-	pend := Target{Name: "a"}
+	pend := place.Target{Name: "a"}
 	m.SetPending(pend, Attr{Mode: u32(0o700)})
-	m.Move(pend, Target{Name: "b"})
+	m.Move(pend, place.Target{Name: "b"})
 	prov, wrote := time.Now(), time.Now().Add(-time.Hour)
-	m.Uploaded(Target{Name: "b"}, 5, prov, wrote)
+	m.Uploaded(place.Target{Name: "b"}, 5, prov, wrote)
 	// While the staging still holds it (the upload ending), the pending
 	// file shows what its version uploaded has.
-	if a := m.Pending(Target{Name: "b"}); a.Mode == nil || *a.Mode != 0o700 {
+	if a := m.Pending(place.Target{Name: "b"}); a.Mode == nil || *a.Mode != 0o700 {
 		t.Fatalf("as its upload ends the pending file shows %+v", a)
 	}
 	for _, listed := range []time.Time{prov, prov.Add(time.Millisecond), prov.Add(time.Millisecond)} {
@@ -106,7 +107,7 @@ func TestAttrsFollowTheUpload(t *testing.T) {
 // to the version uploaded, not to a pending file that is no more.
 func TestAttrsSetAsTheUploadEnds(t *testing.T) {
 	m := NewAttrs()
-	pend := Target{Name: "run.sh"}
+	pend := place.Target{Name: "run.sh"}
 	prov := time.Now()
 	m.Uploaded(pend, 8, prov, prov)
 	m.SetPending(pend, Attr{Mode: u32(0o755)})
@@ -124,7 +125,7 @@ func TestAttrsSetAsTheUploadEnds(t *testing.T) {
 // A rename racing the upload's end keeps what was set (the owner, here).
 func TestAttrsMoveAsTheUploadEnds(t *testing.T) {
 	m := NewAttrs()
-	from, to := Target{Name: "a"}, Target{Name: "b"}
+	from, to := place.Target{Name: "a"}, place.Target{Name: "b"}
 	m.SetPending(from, Attr{UID: u32(65534)})
 	m.Uploaded(from, 9, time.Now(), time.Now())
 	m.Move(from, to)

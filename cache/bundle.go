@@ -15,6 +15,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/logging"
+	"github.com/orgfs/orgfs/place"
 )
 
 // Locks: Bundler.mu, a leaf of the package's lock order (see doc.go): taken
@@ -73,11 +74,11 @@ type Bundler struct {
 	opts BundleOptions
 
 	mu       sync.Mutex
-	disabled bool                    // guarded by mu; 4710 seen: the organization lacks the feature
-	folders  map[DirKey]*folderState // guarded by mu
-	byFile   map[int64]*bundleJob    // guarded by mu; files a running job covers
-	jobs     map[*bundleJob]bool     // guarded by mu
-	closed   bool                    // guarded by mu
+	disabled bool                          // guarded by mu; 4710 seen: the organization lacks the feature
+	folders  map[place.DirKey]*folderState // guarded by mu
+	byFile   map[int64]*bundleJob          // guarded by mu; files a running job covers
+	jobs     map[*bundleJob]bool           // guarded by mu
+	closed   bool                          // guarded by mu
 	wg       sync.WaitGroup
 
 	stats struct{ jobs, completed, failed, aborted, files atomic.Int64 }
@@ -90,7 +91,7 @@ type folderState struct {
 }
 
 type bundleJob struct {
-	folder       DirKey
+	folder       place.DirKey
 	files        map[string]api.File // by name
 	order        []int64             // the files' ids in the listing's order: the ZIP's, so that a reader in that order is served while it is unpacked
 	total        int64               // the files' bytes
@@ -111,7 +112,7 @@ func NewBundler(opts BundleOptions) (*Bundler, error) {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	opts = opts.withDefaults()
-	return &Bundler{opts: opts, folders: map[DirKey]*folderState{}, byFile: map[int64]*bundleJob{}, jobs: map[*bundleJob]bool{}}, nil
+	return &Bundler{opts: opts, folders: map[place.DirKey]*folderState{}, byFile: map[int64]*bundleJob{}, jobs: map[*bundleJob]bool{}}, nil
 }
 
 // Stats returns the counters.
@@ -128,7 +129,7 @@ func (b *Bundler) Stats() BundleStats {
 // Opened tells the bundler that file f of folder dir, whose listing is files,
 // is being opened for reading. It may start a bundle of the folder's small
 // files that are not cached yet.
-func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
+func (b *Bundler) Opened(dir place.DirKey, files []api.File, f api.File) {
 	if f.Size > b.opts.SmallFile || f.IsDir() {
 		return
 	}
@@ -153,7 +154,7 @@ func (b *Bundler) Opened(dir DirKey, files []api.File, f api.File) {
 // noteOpened counts the opening of small file f in folder dir, and returns
 // the folder's state when enough of its small files were opened lately to
 // start a bundle (nil otherwise).
-func (b *Bundler) noteOpened(dir DirKey, f api.File, now time.Time) *folderState {
+func (b *Bundler) noteOpened(dir place.DirKey, f api.File, now time.Time) *folderState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.disabled || b.closed {
@@ -206,7 +207,7 @@ func (b *Bundler) choose(files []api.File) (chosen map[string]api.File, order []
 
 // start starts a bundle of the chosen files of folder dir, unless another
 // started meanwhile or the bundler was disabled or closed.
-func (b *Bundler) start(dir DirKey, st *folderState, chosen map[string]api.File, order []int64, total int64, now time.Time) {
+func (b *Bundler) start(dir place.DirKey, st *folderState, chosen map[string]api.File, order []int64, total int64, now time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	job := &bundleJob{folder: dir, files: chosen, order: order, total: total, waits: map[int64]chan struct{}{}, cancel: cancel, lastInterest: now}
 	b.mu.Lock()

@@ -1,13 +1,14 @@
 package cache
 
 import (
-	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/fakeclient"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // A bundle asks for its files in the listing's order, the order readdir
@@ -16,7 +17,7 @@ import (
 // ranges of an eighth of its files' bytes (at least 1 MiB), eight at once:
 // the ZIP of 1,000 files of 8 KiB came in one 8 MiB range before.
 func TestBundleAsksInTheListingsOrderAndFetchesInRanges(t *testing.T) {
-	fake := newFake(t)
+	fake := fakeclient.New(t)
 	content, err := OpenContent(ContentOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -27,20 +28,18 @@ func TestBundleAsksInTheListingsOrderAndFetchesInRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	shared := Area{Kind: Shared}
+	shared := place.Area{Kind: place.Shared}
 	var listing []api.File
 	for i := range 40 {
 		// Created in one order, listed in another (by name, backwards).
-		listing = append(listing, fake.put(shared, 0, string(rune('z'-i%26))+string(rune('a'+i)), testkit.RandBytes(100, int64(i))))
+		listing = append(listing, fake.Put(shared, 0, string(rune('z'-i%26))+string(rune('a'+i)), testkit.RandBytes(100, int64(i))))
 	}
 	slices.Reverse(listing)
-	dir := DirKey{Area: shared}
+	dir := place.DirKey{Area: shared}
 	b.Opened(dir, listing, listing[0])
 	b.Opened(dir, listing, listing[1])
 	testkit.WaitFor(t, 5*time.Second, "the bundle", func() bool { return b.Stats().Completed == 1 })
-	fake.mu.Lock()
-	jobs, downloads := maps.Clone(fake.jobs), slices.Clone(fake.downloads)
-	fake.mu.Unlock()
+	jobs, downloads := fake.Bundles()
 	var want []int64
 	for _, f := range listing {
 		want = append(want, f.ID)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/place"
 )
 
 // The listing read-ahead: when a reader lists a folder (readdir: find, du,
@@ -84,17 +85,17 @@ type dirAhead struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the read-ahead's goroutines
 
-	queue   aheadQueue              // guarded by mu; the folders to list, the reader's next first
-	reads   uint64                  // guarded by mu; folders read by a reader (Ahead calls), for the queue's order
-	flight  map[DirKey]*aheadFetch  // guarded by mu; the read-ahead's listings in flight
-	unread  map[DirKey]aheadListing // guarded by mu; listed ahead, not asked for by a reader yet
-	entries int                     // guarded by mu; the entries of the unread listings
-	reader  int                     // guarded by mu; the readers' listing fetches in flight
-	stopped bool                    // guarded by mu; an outage: nothing starts until a listing succeeds
+	queue   aheadQueue                    // guarded by mu; the folders to list, the reader's next first
+	reads   uint64                        // guarded by mu; folders read by a reader (Ahead calls), for the queue's order
+	flight  map[place.DirKey]*aheadFetch  // guarded by mu; the read-ahead's listings in flight
+	unread  map[place.DirKey]aheadListing // guarded by mu; listed ahead, not asked for by a reader yet
+	entries int                           // guarded by mu; the entries of the unread listings
+	reader  int                           // guarded by mu; the readers' listing fetches in flight
+	stopped bool                          // guarded by mu; an outage: nothing starts until a listing succeeds
 }
 
 type aheadItem struct {
-	key   DirKey
+	key   place.DirKey
 	depth int // 1: a subfolder of a folder a reader read
 	// The order: the subfolders of the folder a reader read last first,
 	// and among those of one read, the order a walk visits them in (depth
@@ -126,7 +127,7 @@ func (d *Dirs) EnableAhead(o DirAheadOptions) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.ahead = &dirAhead{opts: o, ctx: ctx, cancel: cancel, queue: newAheadQueue(),
-		flight: map[DirKey]*aheadFetch{}, unread: map[DirKey]aheadListing{}}
+		flight: map[place.DirKey]*aheadFetch{}, unread: map[place.DirKey]aheadListing{}}
 }
 
 // Close stops the read-ahead and waits for its goroutines.
@@ -144,7 +145,7 @@ func (d *Dirs) Close() {
 
 // Ahead tells the read-ahead that a reader read key's listing l: its
 // subfolders are listed ahead, before the folders queued earlier.
-func (d *Dirs) Ahead(key DirKey, l *Listing) {
+func (d *Dirs) Ahead(key place.DirKey, l *Listing) {
 	if d.ahead == nil || l.Folders == 0 {
 		return
 	}
@@ -159,7 +160,7 @@ func (d *Dirs) Ahead(key DirKey, l *Listing) {
 // folder read, depth 0, or a folder listed ahead). A folder queued already
 // moves up when this place comes first; those cached or being listed are
 // left out.
-func (d *Dirs) pushLocked(area Area, l *Listing, parent aheadItem) {
+func (d *Dirs) pushLocked(area place.Area, l *Listing, parent aheadItem) {
 	a := d.ahead
 	if a.stopped {
 		return
@@ -169,7 +170,7 @@ func (d *Dirs) pushLocked(area Area, l *Listing, parent aheadItem) {
 		if !f.IsDir() {
 			continue
 		}
-		key := DirKey{Area: area, ID: f.ID}
+		key := place.DirKey{Area: area, ID: f.ID}
 		i++
 		if c, ok := d.dirs[key]; ok && d.fresh(c.Fetched) || a.flight[key] != nil {
 			continue
@@ -220,7 +221,7 @@ func (d *Dirs) roomLocked() bool {
 	return !full()
 }
 
-func (d *Dirs) forgetUnreadLocked(key DirKey) {
+func (d *Dirs) forgetUnreadLocked(key place.DirKey) {
 	a := d.ahead
 	if u, ok := a.unread[key]; ok {
 		a.entries -= u.entries
@@ -229,7 +230,7 @@ func (d *Dirs) forgetUnreadLocked(key DirKey) {
 }
 
 // aheadFetchFunc is the shared fetch of a listing ahead.
-func (d *Dirs) aheadFetchFunc(ctx context.Context, key DirKey, f *aheadFetch, gen uint64) func() (any, error) {
+func (d *Dirs) aheadFetchFunc(ctx context.Context, key place.DirKey, f *aheadFetch, gen uint64) func() (any, error) {
 	return func() (any, error) {
 		defer f.cancel()
 		l, fetched, err := d.fetchListing(ctx, key, gen)
@@ -338,7 +339,7 @@ func (d *Dirs) stopAheadLocked() bool {
 // readLocked is a reader asking for key: a listing fetched ahead is read
 // (it stops counting against the bound: the next one may start), one in
 // flight is joined (it is not cancelled).
-func (d *Dirs) readLocked(key DirKey) {
+func (d *Dirs) readLocked(key place.DirKey) {
 	a := d.ahead
 	if a == nil {
 		return
@@ -383,10 +384,10 @@ func (d *Dirs) resumeAheadLocked() bool {
 // order, at most aheadQueueMax.
 type aheadQueue struct {
 	items []*aheadItem
-	byKey map[DirKey]*aheadItem
+	byKey map[place.DirKey]*aheadItem
 }
 
-func newAheadQueue() aheadQueue { return aheadQueue{byKey: map[DirKey]*aheadItem{}} }
+func newAheadQueue() aheadQueue { return aheadQueue{byKey: map[place.DirKey]*aheadItem{}} }
 
 // before reports whether it comes before o.
 func (it *aheadItem) before(o *aheadItem) bool {

@@ -21,7 +21,9 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/orgfs/orgfs/internal/fakeclient"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // smallDisk mounts a tmpfs of size bytes on a new directory and returns it.
@@ -34,7 +36,7 @@ func smallDisk(t *testing.T, size int64) string {
 
 // rangeClient is the fake client recording the ranged GETs asked of it.
 type rangeClient struct {
-	*fakeClient
+	*fakeclient.Client
 	mu     sync.Mutex
 	ranges [][2]int64 // guarded by mu; offset and length of each
 }
@@ -43,7 +45,7 @@ func (c *rangeClient) ReadRange(ctx context.Context, url string, off, n int64) (
 	c.mu.Lock()
 	c.ranges = append(c.ranges, [2]int64{off, n})
 	c.mu.Unlock()
-	return c.fakeClient.ReadRange(ctx, url, off, n)
+	return c.Client.ReadRange(ctx, url, off, n)
 }
 
 func (c *rangeClient) reset() [][2]int64 {
@@ -71,7 +73,7 @@ func newDirectEnv(t *testing.T, dir string) *directEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { content.Close() })
-	client := &rangeClient{fakeClient: newFake(t)}
+	client := &rangeClient{Client: fakeclient.New(t)}
 	f, err := NewFetcher(FetcherOptions{Client: client, Content: content, ChunkSize: 64 * testBlock, ReadAhead: 256 * testBlock, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func newDirectEnv(t *testing.T, dir string) *directEnv {
 
 func (e *directEnv) put(t *testing.T, data []byte) Meta {
 	t.Helper()
-	f := e.client.put(Area{Kind: Shared}, 1, fmt.Sprintf("f%d", len(data)), data)
+	f := e.client.Put(place.Area{Kind: place.Shared}, 1, fmt.Sprintf("f%d", len(data)), data)
 	return MetaOf(f)
 }
 

@@ -14,44 +14,11 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/logging"
+	"github.com/orgfs/orgfs/place"
 )
 
 // Locks: Dirs.mu (a leaf, see doc.go), held over the maps only: never across
 // a listing request or disk I/O.
-
-// AreaKind is one of the service's storage areas.
-type AreaKind int
-
-const (
-	// Shared is the organization's shared storage (GET /files).
-	Shared AreaKind = iota
-	// Machine is one computer's storage (GET /machines/{id}/files).
-	Machine
-	// Recordings are the session recordings (GET /files/recordings).
-	Recordings
-)
-
-// Area names a storage area: a kind and, for Machine, the computer.
-type Area struct {
-	Kind      AreaKind
-	MachineID int64
-}
-
-func (a Area) String() string {
-	switch a.Kind {
-	case Shared:
-		return "shared"
-	case Recordings:
-		return "recordings"
-	}
-	return fmt.Sprintf("machine %d", a.MachineID)
-}
-
-// DirKey names one folder: its area and its id (0: the area's root).
-type DirKey struct {
-	Area Area
-	ID   int64
-}
 
 // Listing is one folder's entries as the service listed them.
 type Listing struct {
@@ -148,20 +115,20 @@ type Dirs struct {
 	ttl time.Duration
 
 	mu      sync.Mutex
-	dirs    map[DirKey]*Listing // guarded by mu
-	seats   *seatList           // guarded by mu
-	gen     uint64              // guarded by mu; bumped by DropAll, so a listing fetch begun before is not stored
-	editSeq uint64              // guarded by mu; the mount's edits of listings so far (edit)
+	dirs    map[place.DirKey]*Listing // guarded by mu
+	seats   *seatList                 // guarded by mu
+	gen     uint64                    // guarded by mu; bumped by DropAll, so a listing fetch begun before is not stored
+	editSeq uint64                    // guarded by mu; the mount's edits of listings so far (edit)
 	// editLog holds the edits made while listing fetches were on their way,
 	// by folder, to be made again on those fetches' answers; fetching counts
 	// the fetches on their way by the editSeq at their start. Guarded by mu.
-	editLog  map[DirKey][]loggedEdit
+	editLog  map[place.DirKey][]loggedEdit
 	fetching map[uint64]int
 	seatGen  uint64 // guarded by mu; the same for the computer list (DropAll, DropSeats)
 	adds     int    // guarded by mu; listings stored since the last pruning
 	// hide: files the mount removed that the service may still list, with
 	// their folders (nil: not known, hidden at the start). Guarded by mu.
-	hide   map[int64]*DirKey
+	hide   map[int64]*place.DirKey
 	silent bool // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
 
 	ahead *dirAhead // nil: no read-ahead; its state is guarded by mu (dirahead.go)
@@ -194,7 +161,7 @@ func (o dirsOptions) withDefaults() dirsOptions {
 // NewDirs makes a listing cache. ttl 0 caches nothing; now nil is time.Now.
 func NewDirs(client Client, ttl time.Duration, now func() time.Time) *Dirs {
 	o := dirsOptions{client: client, ttl: ttl, now: now}.withDefaults()
-	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, log: logging.OrDiscard(nil), dirs: map[DirKey]*Listing{}, hide: map[int64]*DirKey{}}
+	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, log: logging.OrDiscard(nil), dirs: map[place.DirKey]*Listing{}, hide: map[int64]*place.DirKey{}}
 }
 
 // Stats returns the counters.
@@ -217,7 +184,7 @@ func (d *Dirs) FreshFor(t time.Time) time.Duration {
 // fetch goes on, within the client's retries, for the others and the cache.
 // In an outage, an expired listing may be the answer (see Dirs). A listing
 // the read-ahead is fetching is waited for (dirahead.go).
-func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
+func (d *Dirs) List(ctx context.Context, key place.DirKey) (*Listing, error) {
 	for {
 		l, err := d.list(ctx, key)
 		if errors.Is(err, errAheadLeft) && ctx.Err() == nil {
@@ -230,7 +197,7 @@ func (d *Dirs) List(ctx context.Context, key DirKey) (*Listing, error) {
 // Fresh returns a folder's listing when the cache holds it fresh, as List
 // would, without waiting for anything (and without the cost of a context
 // bounded for a wait).
-func (d *Dirs) Fresh(key DirKey) (*Listing, bool) {
+func (d *Dirs) Fresh(key place.DirKey) (*Listing, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l, _, fresh := d.cachedLocked(key)
@@ -240,7 +207,7 @@ func (d *Dirs) Fresh(key DirKey) (*Listing, bool) {
 // cachedLocked is a folder's cached listing, if there is one (ok), and
 // whether it is fresh (a hit, counted). Asking for it marks a listing the
 // read-ahead fetched as read.
-func (d *Dirs) cachedLocked(key DirKey) (l *Listing, ok, fresh bool) {
+func (d *Dirs) cachedLocked(key place.DirKey) (l *Listing, ok, fresh bool) {
 	d.readLocked(key)
 	l, ok = d.dirs[key]
 	fresh = ok && d.fresh(l.Fetched)
@@ -250,7 +217,7 @@ func (d *Dirs) cachedLocked(key DirKey) (l *Listing, ok, fresh bool) {
 	return l, ok, fresh
 }
 
-func (d *Dirs) list(ctx context.Context, key DirKey) (*Listing, error) {
+func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 	d.mu.Lock()
 	l, ok, fresh := d.cachedLocked(key)
 	if fresh {
@@ -278,7 +245,7 @@ func (d *Dirs) list(ctx context.Context, key DirKey) (*Listing, error) {
 }
 
 // listKey is the key of a listing's shared fetch.
-func listKey(gen uint64, key DirKey) string {
+func listKey(gen uint64, key place.DirKey) string {
 	return fmt.Sprintf("%d/%d/%d/%d", gen, key.Area.Kind, key.Area.MachineID, key.ID)
 }
 
@@ -293,7 +260,7 @@ func listKey(gen uint64, key DirKey) string {
 // it again (the edit log), so that what the mount shows never goes back to
 // before its own change, whether the folder's listing was cached or not (a
 // file just deleted: readdir would list it and its open answer ENOENT).
-func (d *Dirs) fetchListing(ctx context.Context, key DirKey, gen uint64) (_ *Listing, fetched bool, _ error) {
+func (d *Dirs) fetchListing(ctx context.Context, key place.DirKey, gen uint64) (_ *Listing, fetched bool, _ error) {
 	d.mu.Lock()
 	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
 		d.mu.Unlock()
@@ -392,13 +359,13 @@ func (d *Dirs) setSilent(silent bool) {
 }
 
 // fetch lists a folder: its entries and its own record.
-func (d *Dirs) fetch(ctx context.Context, key DirKey) ([]api.File, *api.File, error) {
+func (d *Dirs) fetch(ctx context.Context, key place.DirKey) ([]api.File, *api.File, error) {
 	req := api.ListFilesRequest{ParentID: key.ID}
 	var list *api.FileList
 	switch key.Area.Kind {
-	case Shared:
+	case place.Shared:
 		list = d.client.SharedFiles(ctx, req)
-	case Machine:
+	case place.Machine:
 		list = d.client.MachineFiles(ctx, key.Area.MachineID, req)
 	default:
 		list = d.client.Recordings(ctx, req)
@@ -476,7 +443,7 @@ func (d *Dirs) pruneLocked() {
 }
 
 // Drop forgets one folder's listing; one on its way is not stored either.
-func (d *Dirs) Drop(key DirKey) {
+func (d *Dirs) Drop(key place.DirKey) {
 	d.mu.Lock()
 	delete(d.dirs, key)
 	d.logLocked(key, nil)
@@ -488,7 +455,7 @@ func (d *Dirs) Drop(key DirKey) {
 
 // Forget forgets the listing of a folder that is gone (deleted by this
 // mount): unlike Drop, nobody is told, since there is nothing to list anew.
-func (d *Dirs) Forget(key DirKey) {
+func (d *Dirs) Forget(key place.DirKey) {
 	d.mu.Lock()
 	delete(d.dirs, key)
 	d.logLocked(key, nil)
@@ -499,10 +466,10 @@ func (d *Dirs) Forget(key DirKey) {
 // the cache forgot or was told without a fetch: the mount tells the kernel,
 // which keeps entries as long as their listing is fresh (fs/kernel.go).
 type DirsWatcher struct {
-	Dropped    func(key DirKey)                         // a folder's listing (Drop)
-	DroppedAll func()                                   // every listing (DropAll)
-	Put        func(key DirKey, f api.File, seq uint64) // a file put in a folder's cached listing by edit seq (Put)
-	Shown      func(ids []int64)                        // files hidden shown again, before their folders are listed anew (Show)
+	Dropped    func(key place.DirKey)                         // a folder's listing (Drop)
+	DroppedAll func()                                         // every listing (DropAll)
+	Put        func(key place.DirKey, f api.File, seq uint64) // a file put in a folder's cached listing by edit seq (Put)
+	Shown      func(ids []int64)                              // files hidden shown again, before their folders are listed anew (Show)
 }
 
 // Watch sets the watcher (nil: none).
@@ -511,12 +478,12 @@ func (d *Dirs) Watch(w *DirsWatcher) { d.watch.Store(w) }
 // DropAll forgets every listing and the computer list (SIGHUP, .ctl/refresh).
 func (d *Dirs) DropAll() {
 	d.mu.Lock()
-	d.dirs = map[DirKey]*Listing{}
+	d.dirs = map[place.DirKey]*Listing{}
 	d.seats = nil
 	d.gen++
 	d.seatGen++
 	if a := d.ahead; a != nil {
-		a.queue, a.unread, a.entries = newAheadQueue(), map[DirKey]aheadListing{}, 0
+		a.queue, a.unread, a.entries = newAheadQueue(), map[place.DirKey]aheadListing{}, 0
 	}
 	d.mu.Unlock()
 	if w := d.watch.Load(); w != nil && w.DroppedAll != nil {
@@ -541,7 +508,7 @@ func (d *Dirs) Seq() uint64 {
 }
 
 // Cached returns a folder's cached listing, fresh or not, without a request.
-func (d *Dirs) Cached(key DirKey) (*Listing, bool) {
+func (d *Dirs) Cached(key place.DirKey) (*Listing, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l, ok := d.dirs[key]
@@ -550,7 +517,7 @@ func (d *Dirs) Cached(key DirKey) (*Listing, bool) {
 
 // Seed caches a listing the mount knows without asking (a folder it just
 // created is empty).
-func (d *Dirs) Seed(key DirKey, files []api.File) {
+func (d *Dirs) Seed(key place.DirKey, files []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dirs[key] = newListing(files, nil, d.now(), d.editSeq)

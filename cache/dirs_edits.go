@@ -12,6 +12,7 @@ import (
 	"weak"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/place"
 )
 
 // loggedEdit is an edit of a folder's listing (Put, Remove), numbered; f
@@ -23,11 +24,11 @@ type loggedEdit struct {
 
 // logLocked numbers an edit (or drop: f nil) of folder key, and keeps it
 // while listing fetches are on their way, for their answers.
-func (d *Dirs) logLocked(key DirKey, f func([]api.File) []api.File) {
+func (d *Dirs) logLocked(key place.DirKey, f func([]api.File) []api.File) {
 	d.editSeq++
 	if len(d.fetching) > 0 {
 		if d.editLog == nil {
-			d.editLog = map[DirKey][]loggedEdit{}
+			d.editLog = map[place.DirKey][]loggedEdit{}
 		}
 		d.editLog[key] = append(d.editLog[key], loggedEdit{seq: d.editSeq, f: f})
 	}
@@ -78,7 +79,7 @@ type change func(files []api.File) (out, removed []api.File)
 // cached listing (replacing an entry of the same id or name), so the change
 // shows at once without a new listing. A folder not cached is left alone: its
 // next listing will have the file.
-func (d *Dirs) Put(key DirKey, f api.File) {
+func (d *Dirs) Put(key place.DirKey, f api.File) {
 	f = listed(f)
 	seq := d.edit(key, func(files []api.File) ([]api.File, []api.File) {
 		if !slices.ContainsFunc(files, func(x api.File) bool { return x.ID == f.ID || x.Name == f.Name }) {
@@ -99,7 +100,7 @@ func (d *Dirs) Put(key DirKey, f api.File) {
 }
 
 // Remove takes a file the mount deleted out of its folder's cached listing.
-func (d *Dirs) Remove(key DirKey, id int64) {
+func (d *Dirs) Remove(key place.DirKey, id int64) {
 	d.edit(key, func(files []api.File) ([]api.File, []api.File) {
 		return without(files, func(x api.File) bool { return x.ID == id })
 	}, 0)
@@ -128,7 +129,7 @@ func without(files []api.File, gone func(api.File) bool) (out, removed []api.Fil
 // ending as the rename happened) does not bring it back.
 //
 // It returns the edit's number (Listing.Seq).
-func (d *Dirs) edit(key DirKey, c change, added int) uint64 {
+func (d *Dirs) edit(key place.DirKey, c change, added int) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.logLocked(key, func(files []api.File) []api.File {
@@ -159,7 +160,7 @@ func (d *Dirs) edit(key DirKey, c change, added int) uint64 {
 
 // Hide takes a file out of its folder's listing, cached now or fetched from
 // now on: the mount removed it (renamed away) and the service deletes it later.
-func (d *Dirs) Hide(key DirKey, id int64) {
+func (d *Dirs) Hide(key place.DirKey, id int64) {
 	d.mu.Lock()
 	d.hide[id] = &key
 	d.mu.Unlock()
@@ -192,7 +193,7 @@ func (d *Dirs) Unhide(id int64) {
 // when one's is not known).
 func (d *Dirs) Show(ids []int64) {
 	d.mu.Lock()
-	var keys []DirKey
+	var keys []place.DirKey
 	all := false
 	for _, id := range ids {
 		key, ok := d.hide[id]

@@ -10,6 +10,7 @@ import (
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // memFiles is the size of the folder BenchmarkListingMemory lists: the
@@ -59,10 +60,10 @@ func heapNow() runtime.MemStats {
 
 // benchFolder is the key of the shared folder at path (names from the
 // root), listed through a cache of its own.
-func benchFolder(tb testing.TB, client Client, path ...string) DirKey {
+func benchFolder(tb testing.TB, client Client, path ...string) place.DirKey {
 	tb.Helper()
 	d := NewDirs(client, time.Hour, nil)
-	key := DirKey{Area: Area{Kind: Shared}}
+	key := place.DirKey{Area: place.Area{Kind: place.Shared}}
 	for _, name := range path {
 		l, err := d.List(context.Background(), key)
 		if err != nil {

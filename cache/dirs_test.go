@@ -13,14 +13,16 @@ import (
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/fakeclient"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // These tests run the listing cache against the in-memory fake client.
 
 func TestDirsPutAndRemoveEditTheCachedListing(t *testing.T) {
 	d := NewDirs(nil, time.Hour, nil)
-	key := DirKey{Area: Area{Kind: Shared}, ID: 5}
+	key := place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 5}
 	d.dirs[key] = &Listing{Files: []api.File{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}, Fetched: time.Now()}
 	before := d.dirs[key]
 	d.Put(key, api.File{ID: 3, Name: "b"}) // replaces by name
@@ -33,8 +35,8 @@ func TestDirsPutAndRemoveEditTheCachedListing(t *testing.T) {
 	if len(before.Files) != 2 || before.Files[0].ID != 1 {
 		t.Fatal("an edit changed a listing a reader holds")
 	}
-	d.Put(DirKey{Area: Area{Kind: Shared}, ID: 99}, api.File{ID: 5})
-	if _, ok := d.dirs[DirKey{Area: Area{Kind: Shared}, ID: 99}]; ok {
+	d.Put(place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 99}, api.File{ID: 5})
+	if _, ok := d.dirs[place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 99}]; ok {
 		t.Fatal("Put cached a folder that was not listed")
 	}
 }
@@ -45,7 +47,7 @@ func TestDirsPutAndRemoveEditTheCachedListing(t *testing.T) {
 // appended, and a Put of a name already listed still makes a copy.
 func TestDirsPutOfANewNameAppendsInPlace(t *testing.T) {
 	d := NewDirs(nil, time.Hour, nil)
-	key := DirKey{Area: Area{Kind: Shared}, ID: 5}
+	key := place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 5}
 	files := make([]api.File, 2, 8)
 	files[0], files[1] = api.File{ID: 1, Name: "a"}, api.File{ID: 2, Name: "b"}
 	d.dirs[key] = &Listing{Files: files, Fetched: time.Now()}
@@ -59,7 +61,7 @@ func TestDirsPutOfANewNameAppendsInPlace(t *testing.T) {
 	if len(held.Files) != 2 || held.Files[1].Name != "b" {
 		t.Fatalf("a reader's listing changed: %+v", held.Files)
 	}
-	d.Hide(DirKey{Area: Area{Kind: Shared}, ID: 6}, 5) // renamed away from another folder
+	d.Hide(place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 6}, 5) // renamed away from another folder
 	d.Put(key, api.File{ID: 5, Name: "e"})
 	if got := d.dirs[key].Files; len(got) != 4 {
 		t.Fatalf("a hidden file was appended: %+v", got)
@@ -79,7 +81,7 @@ func TestDirsPutOfANewNameAppendsInPlace(t *testing.T) {
 }
 
 // names lists a folder through d and returns its entries' names.
-func names(t *testing.T, d *Dirs, key DirKey) []string {
+func names(t *testing.T, d *Dirs, key place.DirKey) []string {
 	t.Helper()
 	l, err := d.List(context.Background(), key)
 	if err != nil {
@@ -93,33 +95,33 @@ func names(t *testing.T, d *Dirs, key DirKey) []string {
 }
 
 func TestDirsListEachAreaAndCacheForTheTTL(t *testing.T) {
-	fake := newFake(t)
-	shared, machine, recs := Area{Kind: Shared}, Area{Kind: Machine, MachineID: 7}, Area{Kind: Recordings}
-	sub := fake.mkdir(shared, 0, "sub")
-	fake.put(shared, 0, "a", []byte("a"))
-	fake.put(shared, sub.ID, "in-sub", nil)
-	fake.put(machine, 0, "m", nil)
-	fake.put(recs, 0, "r.mp4", nil)
+	fake := fakeclient.New(t)
+	shared, machine, recs := place.Area{Kind: place.Shared}, place.Area{Kind: place.Machine, MachineID: 7}, place.Area{Kind: place.Recordings}
+	sub := fake.Mkdir(shared, 0, "sub")
+	fake.Put(shared, 0, "a", []byte("a"))
+	fake.Put(shared, sub.ID, "in-sub", nil)
+	fake.Put(machine, 0, "m", nil)
+	fake.Put(recs, 0, "r.mp4", nil)
 	clock := emutest.NewClock(time.Unix(1700000000, 0))
 	d := NewDirs(fake, time.Minute, clock.Now)
 
 	for _, tc := range []struct {
-		key    DirKey
+		key    place.DirKey
 		method string
 		want   []string
 	}{
-		{DirKey{Area: shared}, "SharedFiles", []string{"sub", "a"}},
-		{DirKey{Area: shared, ID: sub.ID}, "SharedFiles", []string{"in-sub"}},
-		{DirKey{Area: machine}, "MachineFiles", []string{"m"}},
-		{DirKey{Area: recs}, "Recordings", []string{"r.mp4"}},
+		{place.DirKey{Area: shared}, "SharedFiles", []string{"sub", "a"}},
+		{place.DirKey{Area: shared, ID: sub.ID}, "SharedFiles", []string{"in-sub"}},
+		{place.DirKey{Area: machine}, "MachineFiles", []string{"m"}},
+		{place.DirKey{Area: recs}, "Recordings", []string{"r.mp4"}},
 	} {
-		before := fake.count(tc.method)
+		before := fake.Count(tc.method)
 		for range 2 {
 			if got := names(t, d, tc.key); !slices.Equal(got, tc.want) {
 				t.Fatalf("%v: %v, want %v", tc.key, got, tc.want)
 			}
 		}
-		if n := fake.count(tc.method) - before; n != 1 {
+		if n := fake.Count(tc.method) - before; n != 1 {
 			t.Fatalf("%v: %d requests for two lists within the TTL, want 1", tc.key, n)
 		}
 	}
@@ -128,31 +130,31 @@ func TestDirsListEachAreaAndCacheForTheTTL(t *testing.T) {
 	}
 
 	clock.Advance(time.Minute)
-	fake.put(shared, 0, "b", nil)
-	if got := names(t, d, DirKey{Area: shared}); !slices.Equal(got, []string{"sub", "a", "b"}) {
+	fake.Put(shared, 0, "b", nil)
+	if got := names(t, d, place.DirKey{Area: shared}); !slices.Equal(got, []string{"sub", "a", "b"}) {
 		t.Fatalf("after the TTL: %v", got)
 	}
 }
 
 func TestDirsConcurrentListsShareOneFetch(t *testing.T) {
-	fake := newFake(t)
-	fake.put(Area{Kind: Shared}, 0, "a", nil)
+	fake := fakeclient.New(t)
+	fake.Put(place.Area{Kind: place.Shared}, 0, "a", nil)
 	d := NewDirs(fake, time.Minute, nil)
-	release := fake.hold("SharedFiles")
+	release := fake.Hold("SharedFiles")
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if got := names(t, d, DirKey{Area: Area{Kind: Shared}}); len(got) != 1 {
+			if got := names(t, d, place.DirKey{Area: place.Area{Kind: place.Shared}}); len(got) != 1 {
 				t.Errorf("listing %v", got)
 			}
 		}()
 	}
-	testkit.WaitFor(t, 5*time.Second, "the first fetch", func() bool { return fake.count("SharedFiles") == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the first fetch", func() bool { return fake.Count("SharedFiles") == 1 })
 	release()
 	wg.Wait()
-	if n := fake.count("SharedFiles"); n != 1 {
+	if n := fake.Count("SharedFiles"); n != 1 {
 		t.Fatalf("%d fetches for 8 concurrent lists, want 1", n)
 	}
 }
@@ -160,19 +162,19 @@ func TestDirsConcurrentListsShareOneFetch(t *testing.T) {
 // dropDuringFetch drops a folder's listing (drop) while its fetch is on its
 // way: the listing is its callers' answer but is not stored, and the next
 // read lists again.
-func dropDuringFetch(t *testing.T, what string, drop func(d *Dirs, key DirKey)) {
+func dropDuringFetch(t *testing.T, what string, drop func(d *Dirs, key place.DirKey)) {
 	t.Helper()
-	fake := newFake(t)
-	fake.put(Area{Kind: Shared}, 0, "old", nil)
+	fake := fakeclient.New(t)
+	fake.Put(place.Area{Kind: place.Shared}, 0, "old", nil)
 	d := NewDirs(fake, time.Minute, nil)
-	key := DirKey{Area: Area{Kind: Shared}}
-	release := fake.hold("SharedFiles")
+	key := place.DirKey{Area: place.Area{Kind: place.Shared}}
+	release := fake.Hold("SharedFiles")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		names(t, d, key)
 	}()
-	testkit.WaitFor(t, 5*time.Second, "the fetch to start", func() bool { return fake.count("SharedFiles") == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the fetch to start", func() bool { return fake.Count("SharedFiles") == 1 })
 	drop(d, key)
 	release()
 	<-done
@@ -180,13 +182,13 @@ func dropDuringFetch(t *testing.T, what string, drop func(d *Dirs, key DirKey)) 
 		t.Fatalf("a listing fetched before %s was stored after it", what)
 	}
 	names(t, d, key)
-	if n := fake.count("SharedFiles"); n != 2 {
+	if n := fake.Count("SharedFiles"); n != 2 {
 		t.Fatalf("%s: %d fetches, want 2", what, n)
 	}
 }
 
 func TestDirsDropAllIsNotUndoneByAFetchInFlight(t *testing.T) {
-	dropDuringFetch(t, "DropAll", func(d *Dirs, _ DirKey) { d.DropAll() })
+	dropDuringFetch(t, "DropAll", func(d *Dirs, _ place.DirKey) { d.DropAll() })
 }
 
 // Neither is a Drop (a read found a file changed, a conflict) nor a Forget
@@ -201,12 +203,12 @@ func TestDirsDropIsNotUndoneByAFetchInFlight(t *testing.T) {
 // shows never goes back to before its own change (a file whose upload just
 // ended, listed at its old size), with no second listing.
 func TestDirsListingOlderThanAnEditShowsTheEdit(t *testing.T) {
-	fake := newFake(t)
-	area := Area{Kind: Shared}
-	old := fake.put(area, 0, "f", []byte("old"))
+	fake := fakeclient.New(t)
+	area := place.Area{Kind: place.Shared}
+	old := fake.Put(area, 0, "f", []byte("old"))
 	d := NewDirs(fake, time.Minute, nil)
-	key := DirKey{Area: area}
-	release := fake.holdAnswer("SharedFiles")
+	key := place.DirKey{Area: area}
+	release := fake.HoldAnswer("SharedFiles")
 	got := make(chan *Listing, 1)
 	go func() {
 		l, err := d.List(context.Background(), key)
@@ -216,23 +218,19 @@ func TestDirsListingOlderThanAnEditShowsTheEdit(t *testing.T) {
 		got <- l
 	}()
 	testkit.WaitFor(t, 5*time.Second, "the listing to be made", func() bool {
-		fake.mu.Lock()
-		defer fake.mu.Unlock()
-		return fake.heldAnswers == 1
+		return fake.HeldAnswers() == 1
 	})
 	// The mount's upload of a new version ends: on the service, then in
 	// the cache.
-	newer := fake.put(area, 0, "f", []byte("newer"))
-	fake.mu.Lock()
-	delete(fake.files, old.ID)
-	fake.mu.Unlock()
+	newer := fake.Put(area, 0, "f", []byte("newer"))
+	fake.Remove(old.ID)
 	d.Put(key, newer)
 	release()
 	l := <-got
 	if len(l.Files) != 1 || l.Files[0].ID != newer.ID || l.Files[0].Size != 5 {
 		t.Errorf("the listing after the upload shows %+v, want only the new version %d (5 bytes; the old was %d)", l.Files, newer.ID, old.ID)
 	}
-	if n := fake.count("SharedFiles"); n != 1 {
+	if n := fake.Count("SharedFiles"); n != 1 {
 		t.Errorf("%d listings, want 1", n)
 	}
 	if c, ok := d.Cached(key); !ok || len(c.Files) != 1 || c.Files[0].ID != newer.ID {
@@ -247,31 +245,26 @@ func TestDirsListingOlderThanAnEditShowsTheEdit(t *testing.T) {
 // model test met it under load) nor misses one it uploaded. Each listing
 // gets the edits that landed during it, however many.
 func TestDirsListingEditedAcrossKeepsTheEdits(t *testing.T) {
-	fake := newFake(t)
-	area := Area{Kind: Shared}
+	fake := fakeclient.New(t)
+	area := place.Area{Kind: place.Shared}
 	var files []api.File
 	for i := range 4 {
-		files = append(files, fake.put(area, 0, fmt.Sprint("f", i), []byte("x")))
+		files = append(files, fake.Put(area, 0, fmt.Sprint("f", i), []byte("x")))
 	}
 	var later atomic.Int64 // how far the clock moved
 	start := time.Now()
 	d := NewDirs(fake, time.Minute, func() time.Time { return start.Add(time.Duration(later.Load())) })
-	key := DirKey{Area: area}
+	key := place.DirKey{Area: area}
 	var uploaded []api.File
-	fake.mu.Lock()
-	fake.beforeAnswer = func(string) {
+	fake.BeforeAnswer(func(string) {
 		// The mount's delete of the next file lands, and an upload of its
 		// own: on the service, then in the cache.
 		f := files[len(uploaded)]
-		fake.mu.Lock()
-		delete(fake.files, f.ID)
-		up := fake.putLocked(area, 0, fmt.Sprint("new", len(uploaded)), []byte("y"))
-		fake.mu.Unlock()
+		up := fake.Replace(f.ID, area, 0, fmt.Sprint("new", len(uploaded)), []byte("y"))
 		uploaded = append(uploaded, up)
 		d.Remove(key, f.ID)
 		d.Put(key, up)
-	}
-	fake.mu.Unlock()
+	})
 	want := func(what string, names ...string) {
 		t.Helper()
 		l, err := d.List(context.Background(), key)
@@ -290,11 +283,9 @@ func TestDirsListingEditedAcrossKeepsTheEdits(t *testing.T) {
 	want("the first listing (none cached)", "f1", "f2", "f3", "new0")
 	later.Store(int64(2 * time.Minute)) // expired: listed again
 	want("the second listing (one cached)", "f2", "f3", "new0", "new1")
-	fake.mu.Lock()
-	fake.beforeAnswer = nil
-	fake.mu.Unlock()
+	fake.BeforeAnswer(nil)
 	want("the cached listing", "f2", "f3", "new0", "new1")
-	if n := fake.count("SharedFiles"); n != 2 {
+	if n := fake.Count("SharedFiles"); n != 2 {
 		t.Errorf("%d listings, want 2 (one each time, the cache after)", n)
 	}
 	d.mu.Lock()
@@ -306,14 +297,14 @@ func TestDirsListingEditedAcrossKeepsTheEdits(t *testing.T) {
 }
 
 func TestDirsErrorsAreNotCachedAndHiddenFilesStayHidden(t *testing.T) {
-	fake := newFake(t)
-	shared := Area{Kind: Shared}
-	fake.put(shared, 0, "keep", nil)
-	gone := fake.put(shared, 0, "gone", nil)
+	fake := fakeclient.New(t)
+	shared := place.Area{Kind: place.Shared}
+	fake.Put(shared, 0, "keep", nil)
+	gone := fake.Put(shared, 0, "gone", nil)
 	d := NewDirs(fake, time.Minute, nil)
-	key := DirKey{Area: shared}
+	key := place.DirKey{Area: shared}
 
-	fake.failNext("SharedFiles", &api.Error{HTTPStatus: 500, Code: 500, Message: "down"})
+	fake.FailNext("SharedFiles", &api.Error{HTTPStatus: 500, Code: 500, Message: "down"})
 	if _, err := d.List(context.Background(), key); !api.Temporary(err) {
 		t.Fatalf("List: %v, want the service's 500", err)
 	}
@@ -337,13 +328,13 @@ func TestDirsErrorsAreNotCachedAndHiddenFilesStayHidden(t *testing.T) {
 		t.Fatalf("cached listing after a Put of a hidden file: %v", got)
 	}
 
-	fake.setSeats(api.Seat{ID: 1, Name: "pc"})
+	fake.SetSeats(api.Seat{ID: 1, Name: "pc"})
 	for range 2 {
 		if seats, err := d.Seats(context.Background()); err != nil || len(seats) != 1 || seats[0].Name != "pc" {
 			t.Fatalf("Seats: %v %v", seats, err)
 		}
 	}
-	if n := fake.count("Seats"); n != 1 {
+	if n := fake.Count("Seats"); n != 1 {
 		t.Fatalf("%d computer lists within the TTL, want 1", n)
 	}
 }
@@ -373,7 +364,7 @@ func TestDirsListingsDropWhatNoReaderReads(t *testing.T) {
 	if d := full.Details; d == nil || d.Path == nil || d.User == nil || d.MachineID == nil || *d.MachineID != m || d.ContentType == "" {
 		t.Fatalf("the API client's record lacks its details: %+v %+v", full, d)
 	}
-	key := DirKey{Area: Area{Kind: Machine, MachineID: m}}
+	key := place.DirKey{Area: place.Area{Kind: place.Machine, MachineID: m}}
 	d := NewDirs(client, time.Hour, nil)
 	l, err := d.List(ctx, key)
 	if err != nil || len(l.Files) != 1 {

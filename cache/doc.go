@@ -17,11 +17,10 @@
 //     --io-timeout at most for an answer (Store.Bound), and for content
 //     until none came for that long (Reader.Ready); what it waited for goes
 //     on by its own rules.
-//   - Staging (staging.go, staged.go, staging_disk.go, queue.go, uploader.go,
-//     requests.go, conflicts.go, retire.go): the files written through the
-//     mount, kept on local disk until they are uploaded; before an upload
-//     replaces a file, the check of whose version the name holds (conflict
-//     copies); the old folders of folders renamed with their content.
+//   - The Store (store.go, retire.go): the caches as the mount sees them,
+//     and every change made through them, driving the write side (package
+//     writeback: the staged files and their uploads); the old folders of
+//     folders renamed with their content.
 //   - Attrs (attrs.go, attrs_journal.go): the modes, owners and times set on
 //     this desk, which the service does not keep, in a journal in the cache
 //     dir.
@@ -39,9 +38,8 @@
 //  4. Content.mu
 //  5. entry.mu (one cache entry)
 //
-// Staging.mu, Dirs.mu, Bundler.mu and Attrs.mu are leaves: each is taken alone, never
-// with another lock of the package (a Staged has no lock of its own: Staging.mu
-// guards it). The Fetcher calls the Bundler, and the Bundler the Content, with
+// Dirs.mu, Bundler.mu and Attrs.mu are leaves: each is taken alone, never
+// with another lock of the package; so is writeback's Staging.mu. The Fetcher calls the Bundler, and the Bundler the Content, with
 // no lock held.
 //
 // # Locks and I/O

@@ -9,12 +9,13 @@ import (
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/fakeclient"
 	"github.com/orgfs/orgfs/internal/testkit"
 )
 
 func TestFetcherChunkFitsASmallReadAhead(t *testing.T) {
 	c := openTest(t, t.TempDir(), 0)
-	f, err := NewFetcher(FetcherOptions{Client: newFake(t), Content: c, ReadAhead: 4 * testBlock})
+	f, err := NewFetcher(FetcherOptions{Client: fakeclient.New(t), Content: c, ReadAhead: 4 * testBlock})
 	if err != nil {
 		t.Fatal(err)
 	}

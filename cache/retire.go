@@ -25,6 +25,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/place"
 )
 
 // RetiringFile lists the folders retiring, in the cache dir.
@@ -35,10 +36,10 @@ const retireEvery = time.Second
 
 // Retiring is an old folder of a folder renamed with its content.
 type Retiring struct {
-	Parent DirKey  `json:"parent"`
-	Folder int64   `json:"folder"`
-	Path   string  `json:"path"`  // the old path, for the log
-	Moved  []int64 `json:"moved"` // the files moved out of it (the staging deletes them)
+	Parent place.DirKey `json:"parent"`
+	Folder int64        `json:"folder"`
+	Path   string       `json:"path"`  // the old path, for the log
+	Moved  []int64      `json:"moved"` // the files moved out of it (the staging deletes them)
 }
 
 // retirer deletes retired folders once emptied.
@@ -146,7 +147,7 @@ func (r *retirer) step(ctx context.Context, it Retiring) bool {
 	if s.Staging != nil && s.Staging.Deleting(moved) {
 		return false // copies still to upload
 	}
-	other, err := r.strangers(ctx, DirKey{Area: it.Parent.Area, ID: it.Folder}, moved)
+	other, err := r.strangers(ctx, place.DirKey{Area: it.Parent.Area, ID: it.Folder}, moved)
 	if err != nil {
 		if errors.Is(err, ctx.Err()) {
 			return false
@@ -173,17 +174,17 @@ func (r *retirer) step(ctx context.Context, it Retiring) bool {
 
 // strangers lists the tree under key as the service holds it now and names
 // a file in it that was not moved out ("" when none).
-func (r *retirer) strangers(ctx context.Context, key DirKey, moved map[int64]bool) (string, error) {
+func (r *retirer) strangers(ctx context.Context, key place.DirKey, moved map[int64]bool) (string, error) {
 	files, _, err := r.store.Dirs.fetch(ctx, key)
 	if err != nil {
 		return "", err
 	}
 	for _, f := range files {
 		if f.IsDir() {
-			if name, err := r.strangers(ctx, DirKey{Area: key.Area, ID: f.ID}, moved); err != nil || name != "" {
+			if name, err := r.strangers(ctx, place.DirKey{Area: key.Area, ID: f.ID}, moved); err != nil || name != "" {
 				return name, err
 			}
-		} else if !moved[f.ID] && (r.store.Staging == nil || !r.store.Staging.mine.Contains(f.ID)) {
+		} else if !moved[f.ID] && (r.store.Staging == nil || !r.store.Staging.Mine(f.ID)) {
 			// Not an upload of this mount's either (one in flight as the
 			// folder was renamed lands at the old place; its file goes up
 			// again at the new one).
@@ -202,22 +203,4 @@ func (r *retirer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r.pass(ctx)
-}
-
-// Deleting reports whether a staged file is to delete one of ids once it is
-// uploaded (a file it replaces, or supersedes at another name).
-func (s *Staging) Deleting(ids map[int64]bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, st := range s.byTarget {
-		if ids[st.replaces] {
-			return true
-		}
-		for _, id := range st.deleteAfter {
-			if ids[id] {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/logging"
+	"github.com/orgfs/orgfs/place"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // Locks: none of its own. Its methods take the locks of the parts they call,
@@ -29,8 +31,8 @@ type Store struct {
 	Content *Content
 	Bundler *Bundler
 	Fetcher *Fetcher
-	Staging *Staging // nil on a read-only mount
-	Attrs   *Attrs   // what users set: modes, owners, times
+	Staging *writeback.Staging // nil on a read-only mount
+	Attrs   *Attrs             // what users set: modes, owners, times
 	log     logrus.FieldLogger
 	retirer *retirer // folders renamed with their content (retire.go); nil on a read-only mount
 	// ioTimeout bounds a caller's wait on the service (Bound); 0: no bound.
@@ -39,6 +41,9 @@ type Store struct {
 	// and written by the kernel itself (FUSE passthrough), and gives the
 	// way to link it under another name; nil: none is.
 	live func(f *os.File) (link func(path string) error)
+	// afterUploaded, set by tests before the first upload, runs at the end
+	// of the hook after an upload (uploaded), from the upload's goroutine.
+	afterUploaded func(f api.File)
 }
 
 // SetLive tells the store which cache files the kernel reads and writes
@@ -104,7 +109,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	}
 	transfers := opts.Transfers
 	if transfers <= 0 {
-		transfers = DefaultStagingTransfers
+		transfers = writeback.DefaultStagingTransfers
 	}
 	if s.Fetcher, err = NewFetcher(FetcherOptions{Client: opts.Client, Content: s.Content, Bundler: s.Bundler,
 		Transfers: 4 * transfers, PerFile: 2 * transfers, ReadAhead: opts.ReadAhead, IOTimeout: s.ioTimeout, Log: log}); err != nil {
@@ -120,10 +125,10 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	if dir == "" {
 		dir = filepath.Join(opts.Dir, "staging")
 	}
-	s.Staging, err = OpenStaging(StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
-		Transfers: transfers, Parallel: max(transfers, DefaultStagingParallel), MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
+	s.Staging, err = writeback.OpenStaging(writeback.StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
+		Transfers: transfers, Parallel: max(transfers, writeback.DefaultStagingParallel), MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
 		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk,
-		OnSuperseded: func(t Target, id int64) { s.Dirs.Hide(DirKey{Area: t.Area, ID: t.ParentID}, id) },
+		OnSuperseded: func(t place.Target, id int64) { s.Dirs.Hide(place.DirKey{Area: t.Area, ID: t.ParentID}, id) },
 		OnKept:       s.Dirs.Show})
 	if err != nil {
 		return nil, err
@@ -131,7 +136,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	// A file renamed away before a crash stays away: its old version is
 	// deleted once the new name is up, and listed until then.
 	s.Dirs.HideIDs(s.Staging.Superseded())
-	s.Attrs.KeepPending(func(t Target) bool { return s.Staging.Lookup(t) != nil })
+	s.Attrs.KeepPending(func(t place.Target) bool { return s.Staging.Lookup(t) != nil })
 	if s.retirer, err = openRetirer(s, filepath.Join(opts.Dir, RetiringFile), log); err != nil {
 		return nil, err
 	}
@@ -169,9 +174,12 @@ func (s *Store) Close() error {
 // before the staged copy leaves the staging (and a listing fetched across
 // it gets the file too: Dirs replays it), so whoever looks at the staging first and the
 // listing second finds the file in one or the other.
-func (s *Store) uploaded(t Target, f api.File, modTime time.Time) {
+func (s *Store) uploaded(t place.Target, f api.File, modTime time.Time) {
 	s.Attrs.Uploaded(t, f.ID, f.LastModified, modTime)
-	s.Dirs.Put(DirKey{Area: t.Area, ID: t.ParentID}, f)
+	s.Dirs.Put(place.DirKey{Area: t.Area, ID: t.ParentID}, f)
+	if s.afterUploaded != nil {
+		s.afterUploaded(f)
+	}
 }
 
 // retired is the hook after an uploaded file left the staging unchanged: its
@@ -187,8 +195,8 @@ func (s *Store) retired(f api.File, data string) {
 // folder is listed again, showing the other writer's version under the name
 // and the copy beside it; the content of the version the change started
 // from is stale.
-func (s *Store) conflicted(t Target, c Conflict) {
-	s.Dirs.Drop(DirKey{Area: t.Area, ID: t.ParentID})
+func (s *Store) conflicted(t place.Target, c writeback.Conflict) {
+	s.Dirs.Drop(place.DirKey{Area: t.Area, ID: t.ParentID})
 	if c.Base != 0 {
 		s.Fetcher.Forget(c.Base)
 	}
@@ -201,9 +209,9 @@ func MetaOf(f api.File) Meta {
 
 // Mkdir creates folder name in parent. The new folder is known to be empty:
 // it needs no listing before its first use.
-func (s *Store) Mkdir(ctx context.Context, parent DirKey, name string) (api.File, error) {
+func (s *Store) Mkdir(ctx context.Context, parent place.DirKey, name string) (api.File, error) {
 	req := api.CreateDirectoryRequest{ParentID: parent.ID, Name: name}
-	if parent.Area.Kind == Machine {
+	if parent.Area.Kind == place.Machine {
 		req.MachineID = parent.Area.MachineID
 	}
 	var d *api.CreatedDirectory
@@ -217,14 +225,14 @@ func (s *Store) Mkdir(ctx context.Context, parent DirKey, name string) (api.File
 	f := api.File{ID: d.ID, Name: name, ObjectType: api.ObjectDirectory, ParentID: parent.ID, LastModified: time.Now(),
 		Details: &api.FileDetails{Type: "file", ContentType: "directory"}}
 	s.Dirs.Put(parent, f)
-	s.Dirs.Seed(DirKey{Area: parent.Area, ID: d.ID}, nil)
+	s.Dirs.Seed(place.DirKey{Area: parent.Area, ID: d.ID}, nil)
 	return f, nil
 }
 
 // Delete deletes a file or folder of parent from the service (one already
 // gone counts as deleted) and forgets it: its listing entry, its cached
 // content, a folder's own listing.
-func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
+func (s *Store) Delete(ctx context.Context, parent place.DirKey, f api.File) error {
 	if err := s.settled(ctx, func(ctx context.Context) error { return s.Client.DeleteFile(ctx, f.ID) }); err != nil && !api.IsNotFound(err) {
 		return err
 	}
@@ -235,11 +243,11 @@ func (s *Store) Delete(ctx context.Context, parent DirKey, f api.File) error {
 // Deleted keeps the caches in step with f, of folder parent, deleted from
 // the service: Delete's work once the service deleted it, for a caller that
 // found it gone otherwise (a delete whose answer was lost).
-func (s *Store) Deleted(parent DirKey, f api.File) {
+func (s *Store) Deleted(parent place.DirKey, f api.File) {
 	s.Dirs.Remove(parent, f.ID)
 	if f.IsDir() {
-		s.Dirs.Forget(DirKey{Area: parent.Area, ID: f.ID})
-		s.Attrs.ForgetDir(DirKey{Area: parent.Area, ID: f.ID})
+		s.Dirs.Forget(place.DirKey{Area: parent.Area, ID: f.ID})
+		s.Attrs.ForgetDir(place.DirKey{Area: parent.Area, ID: f.ID})
 	} else {
 		s.Fetcher.Forget(f.ID)
 		s.Attrs.Forget(f.ID)
@@ -249,7 +257,7 @@ func (s *Store) Deleted(parent DirKey, f api.File) {
 // Unlinked takes a file the mount unlinked while it is open out of its
 // folder's listing, cached or fetched from now on; the mount deletes it
 // (Delete) at its last close.
-func (s *Store) Unlinked(parent DirKey, f api.File) {
+func (s *Store) Unlinked(parent place.DirKey, f api.File) {
 	s.Dirs.Hide(parent, f.ID)
 }
 
@@ -276,7 +284,7 @@ func (s *Store) Check(ctx context.Context, m Meta) error {
 // Changed is what a read that found a file different from its listing
 // (ErrChanged) does: the listing and the content are forgotten, so the next
 // open sees the service's version.
-func (s *Store) Changed(parent DirKey, id int64) {
+func (s *Store) Changed(parent place.DirKey, id int64) {
 	s.Dirs.Drop(parent)
 	s.Fetcher.Forget(id)
 }
@@ -284,7 +292,7 @@ func (s *Store) Changed(parent DirKey, id int64) {
 // Supersede makes st, staged at another name or place, the successor of old
 // (a file of folder parent): old leaves the listing now, and the service once
 // st is uploaded.
-func (s *Store) Supersede(parent DirKey, old api.File, st *Staged) {
+func (s *Store) Supersede(parent place.DirKey, old api.File, st *writeback.Staged) {
 	st.DeleteAfterUpload(old.ID)
 	s.Dirs.Hide(parent, old.ID)
 }
@@ -294,9 +302,9 @@ func (s *Store) Supersede(parent DirKey, old api.File, st *Staged) {
 // record written for both); a time set on it follows. What the old name's listing
 // holds leaves it: an upload of the file that ended just before the move
 // put it there, and the staging deletes it once the new name is up.
-func (s *Store) Move(st *Staged, to Target, replaces int64, path string) error {
+func (s *Store) Move(st *writeback.Staged, to place.Target, replaces int64, path string) error {
 	from, uploaded := st.Target(), st.Replaces()
-	if err := s.Staging.renameAt(st, to, replaces, path); err != nil {
+	if err := s.Staging.RenameAt(st, to, replaces, path); err != nil {
 		return err
 	}
 	s.Attrs.Move(from, to)
@@ -307,7 +315,7 @@ func (s *Store) Move(st *Staged, to Target, replaces int64, path string) error {
 			// up: hidden by id, in any listing, cached now or fetched later.
 			// Nothing else at the old name is hidden: a version of another
 			// writer's, which the staging never deletes, stays shown.
-			s.Dirs.Hide(DirKey{Area: from.Area, ID: from.ParentID}, uploaded)
+			s.Dirs.Hide(place.DirKey{Area: from.Area, ID: from.ParentID}, uploaded)
 		}
 	}
 	return nil
@@ -322,7 +330,7 @@ func (s *Store) Move(st *Staged, to Target, replaces int64, path string) error {
 // A cache file the kernel reads in passthrough (SetLive) is not copied: it
 // becomes the staging copy (Staging.Adopt), and the content cache forgets
 // from, whose file it was.
-func (s *Store) StageCopy(ctx context.Context, to Target, from api.File, replaces int64) (*Staged, error) {
+func (s *Store) StageCopy(ctx context.Context, to place.Target, from api.File, replaces int64) (*writeback.Staged, error) {
 	var r *Reader
 	if from.Size > 0 {
 		var err error

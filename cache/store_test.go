@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -11,10 +10,13 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/fakeclient"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
+	"github.com/orgfs/orgfs/writeback"
 )
 
-func openTestStore(t *testing.T, fake *fakeClient) *Store {
+func openTestStore(t *testing.T, fake *fakeclient.Client) *Store {
 	t.Helper()
 	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fake, DirCacheTime: time.Hour,
 		WriteBack: 10 * time.Millisecond, Log: testkit.Log(t)})
@@ -28,28 +30,28 @@ func openTestStore(t *testing.T, fake *fakeClient) *Store {
 // Each change made through the Store reaches the service and leaves the
 // caches as a fresh listing would show them, with no listing request.
 func TestStoreKeepsTheCachesInStep(t *testing.T) {
-	fake := newFake(t)
-	shared := Area{Kind: Shared}
-	root := DirKey{Area: shared}
-	old := fake.put(shared, 0, "old.txt", []byte("old content"))
+	fake := fakeclient.New(t)
+	shared := place.Area{Kind: place.Shared}
+	root := place.DirKey{Area: shared}
+	old := fake.Put(shared, 0, "old.txt", []byte("old content"))
 	s := openTestStore(t, fake)
 	ctx := context.Background()
 	if _, err := s.Dirs.List(ctx, root); err != nil {
 		t.Fatal(err)
 	}
-	lists := fake.count("SharedFiles")
+	lists := fake.Count("SharedFiles")
 
 	d, err := s.Mkdir(ctx, root, "new")
 	if err != nil || !d.IsDir() {
 		t.Fatalf("Mkdir: %+v %v", d, err)
 	}
-	if l, ok := s.Dirs.Cached(DirKey{Area: shared, ID: d.ID}); !ok || len(l.Files) != 0 {
+	if l, ok := s.Dirs.Cached(place.DirKey{Area: shared, ID: d.ID}); !ok || len(l.Files) != 0 {
 		t.Fatal("the new folder is not known to be empty")
 	}
 
 	// A copy of old.txt staged as new/copy.txt, superseding it: old.txt
 	// leaves the listing at once and the service after the upload.
-	to := Target{Area: shared, ParentID: d.ID, Name: "copy.txt"}
+	to := place.Target{Area: shared, ParentID: d.ID, Name: "copy.txt"}
 	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	s.Attrs.SetFile(old, TimeAttr(when))
 	st, err := s.StageCopy(ctx, to, old, 0)
@@ -65,7 +67,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	if err := s.Staging.Flush(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, 5*time.Second, "the old file's deletion", func() bool { return fake.count("DeleteFile") == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the old file's deletion", func() bool { return fake.Count("DeleteFile") == 1 })
 	rootNames := func() []string {
 		l, _ := s.Dirs.Cached(root)
 		var out []string
@@ -77,7 +79,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	if got := rootNames(); !slices.Equal(got, []string{"new"}) {
 		t.Fatalf("root listing %v, want [new]", got)
 	}
-	l, _ := s.Dirs.Cached(DirKey{Area: shared, ID: d.ID})
+	l, _ := s.Dirs.Cached(place.DirKey{Area: shared, ID: d.ID})
 	if len(l.Files) != 1 || l.Files[0].Name != "copy.txt" || l.Files[0].Size != int64(len("old content")) {
 		t.Fatalf("after the upload the folder lists %+v", l.Files)
 	}
@@ -86,7 +88,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	}
 
 	// Delete a file and a folder: gone from the listing and the content cache.
-	if err := s.Delete(ctx, DirKey{Area: shared, ID: d.ID}, l.Files[0]); err != nil {
+	if err := s.Delete(ctx, place.DirKey{Area: shared, ID: d.ID}, l.Files[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Delete(ctx, root, d); err != nil {
@@ -95,27 +97,23 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	if got := rootNames(); len(got) != 0 {
 		t.Fatalf("root listing after the deletes %v", got)
 	}
-	if _, ok := s.Dirs.Cached(DirKey{Area: shared, ID: d.ID}); ok {
+	if _, ok := s.Dirs.Cached(place.DirKey{Area: shared, ID: d.ID}); ok {
 		t.Fatal("a deleted folder's listing is still cached")
 	}
 	if err := s.Delete(ctx, root, old); err != nil { // already gone: deleted
 		t.Fatalf("deleting a file the service no longer has: %v", err)
 	}
-	if n := fake.count("SharedFiles"); n != lists {
+	if n := fake.Count("SharedFiles"); n != lists {
 		t.Fatalf("%d listing requests after the changes, want none", n-lists)
 	}
-	var data bytes.Buffer
-	for _, f := range fake.files {
-		data.Write(f.data)
-	}
-	if data.Len() != 0 {
-		t.Fatalf("the service still holds %d bytes", data.Len())
+	if n := fake.HeldBytes(); n != 0 {
+		t.Fatalf("the service still holds %d bytes", n)
 	}
 }
 
 // A read-only store has no staging; a store needs a client.
 func TestOpenStoreOptions(t *testing.T) {
-	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: newFake(t), ReadOnly: true})
+	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fakeclient.New(t), ReadOnly: true})
 	if err != nil || s.Staging != nil {
 		t.Fatalf("read-only: %v, staging %v", err, s.Staging)
 	}
@@ -128,13 +126,13 @@ func TestOpenStoreOptions(t *testing.T) {
 // A big file goes up in as many parts at once as --transfers, and all the
 // uploads together keep at most 4x as many parts in flight.
 func TestStoreUploadsInTransfersParts(t *testing.T) {
-	fake := newFake(t)
+	fake := fakeclient.New(t)
 	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: fake, WriteBack: time.Millisecond, Transfers: 6, Log: testkit.Log(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	st, err := s.Staging.Create(Target{Area: Area{Kind: Shared}, Name: "big.bin"}, 0)
+	st, err := s.Staging.Create(place.Target{Area: place.Area{Kind: place.Shared}, Name: "big.bin"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,9 +142,7 @@ func TestStoreUploadsInTransfersParts(t *testing.T) {
 	st.Touch()
 	st.CloseWriter()
 	testkit.WaitFor(t, 10*time.Second, "the upload", func() bool { return s.Staging.Stats().Uploaded == 1 })
-	fake.mu.Lock()
-	reqs := slices.Clone(fake.uploads)
-	fake.mu.Unlock()
+	reqs := fake.Uploads()
 	if len(reqs) != 1 || reqs[0].Parallel != 6 || reqs[0].Slots == nil {
 		t.Fatalf("upload requests %+v, want one with Parallel 6 and shared slots", reqs)
 	}
@@ -161,10 +157,10 @@ func TestStoreUploadsInTransfersParts(t *testing.T) {
 // name until then (the model test met it after a SIGKILL: a name renamed
 // away was "in the mount only").
 func TestStoreRenamedAwayStaysAwayAfterARestart(t *testing.T) {
-	fake := newFake(t)
-	shared := Area{Kind: Shared}
-	root := DirKey{Area: shared}
-	old := fake.put(shared, 0, "f1", []byte("v1"))
+	fake := fakeclient.New(t)
+	shared := place.Area{Kind: place.Shared}
+	root := place.DirKey{Area: shared}
+	old := fake.Put(shared, 0, "f1", []byte("v1"))
 	dir := t.TempDir()
 	open := func() *Store {
 		s, err := OpenStore(StoreOptions{Dir: dir, Client: fake, DirCacheTime: time.Hour, WriteBack: time.Hour, Log: testkit.Log(t)})
@@ -180,10 +176,10 @@ func TestStoreRenamedAwayStaysAwayAfterARestart(t *testing.T) {
 	renameAway(t, s, old, "g")
 	s.Close()
 
-	release := fake.hold("Upload") // the restart resumes g's upload at once: held
+	release := fake.Hold("Upload") // the restart resumes g's upload at once: held
 	s = open()
 	t.Cleanup(func() { release(); s.Close() })
-	if s.Staging.Lookup(Target{Area: shared, Name: "g"}) == nil {
+	if s.Staging.Lookup(place.Target{Area: shared, Name: "g"}) == nil {
 		t.Fatal("g is not staged after the restart")
 	}
 	if got := names(t, s.Dirs, root); len(got) != 0 {
@@ -194,10 +190,10 @@ func TestStoreRenamedAwayStaysAwayAfterARestart(t *testing.T) {
 // renameAway renames service file old, the only file of the shared root,
 // to name as the mount does (mv f1 g: a staged copy that deletes it once
 // up), and checks that the root lists nothing on the service then.
-func renameAway(t *testing.T, s *Store, old api.File, name string) *Staged {
+func renameAway(t *testing.T, s *Store, old api.File, name string) *writeback.Staged {
 	t.Helper()
-	root := DirKey{Area: Area{Kind: Shared}}
-	st, err := s.StageCopy(context.Background(), Target{Area: root.Area, Name: name}, old, 0)
+	root := place.DirKey{Area: place.Area{Kind: place.Shared}}
+	st, err := s.StageCopy(context.Background(), place.Target{Area: root.Area, Name: name}, old, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,23 +212,21 @@ func renameAway(t *testing.T, s *Store, old api.File, name string) *Staged {
 // staging deleted it (readdir listed it and its open answered ENOENT: the
 // model test met it under load).
 func TestStoreFileUnlinkedAsItsUploadEndsLeavesTheListing(t *testing.T) {
-	fake := newFake(t)
-	shared := Area{Kind: Shared}
-	root := DirKey{Area: shared}
+	fake := fakeclient.New(t)
+	shared := place.Area{Kind: place.Shared}
+	root := place.DirKey{Area: shared}
 	s := openTestStore(t, fake)
 	ctx := context.Background()
 	if _, err := s.Dirs.List(ctx, root); err != nil {
 		t.Fatal(err)
 	}
-	tg := Target{Area: shared, Name: "f"}
+	tg := place.Target{Area: shared, Name: "f"}
 	st, err := s.Staging.Create(tg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	told := s.Staging.onUploaded
 	uploaded := make(chan api.File, 1)
-	s.Staging.onUploaded = func(t Target, f api.File, mod time.Time) {
-		told(t, f, mod)
+	s.afterUploaded = func(f api.File) {
 		s.Staging.Remove(st) // the unlink lands now
 		uploaded <- f
 	}
@@ -249,10 +243,7 @@ func TestStoreFileUnlinkedAsItsUploadEndsLeavesTheListing(t *testing.T) {
 		t.Fatal("no upload")
 	}
 	testkit.WaitFor(t, 5*time.Second, "the upload's deletion", func() bool {
-		fake.mu.Lock()
-		defer fake.mu.Unlock()
-		_, there := fake.files[up.ID]
-		return !there
+		return !fake.Has(up.ID)
 	})
 	l, err := s.Dirs.List(ctx, root)
 	if err != nil {
@@ -267,7 +258,7 @@ func TestStoreFileUnlinkedAsItsUploadEndsLeavesTheListing(t *testing.T) {
 // (none is ever answered): a test counts the fetches its reads start.
 type heldReads struct {
 	t       *testing.T
-	fake    *fakeClient
+	fake    *fakeclient.Client
 	s       *Store
 	ctx     context.Context
 	reads   sync.WaitGroup
@@ -275,13 +266,13 @@ type heldReads struct {
 }
 
 func newHeldReads(t *testing.T, transfers int) *heldReads {
-	h := &heldReads{t: t, fake: newFake(t)}
+	h := &heldReads{t: t, fake: fakeclient.New(t)}
 	s, err := OpenStore(StoreOptions{Dir: t.TempDir(), Client: h.fake, Transfers: transfers, ReadOnly: true, Log: testkit.Log(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.s = s
-	release := h.fake.hold("ReadRange")
+	release := h.fake.Hold("ReadRange")
 	ctx, cancel := context.WithCancel(context.Background())
 	h.ctx = ctx
 	t.Cleanup(func() {
@@ -298,9 +289,7 @@ func newHeldReads(t *testing.T, transfers int) *heldReads {
 
 // open puts a file of size bytes on the service and opens it.
 func (h *heldReads) open(name string, size int) *Reader {
-	h.fake.mu.Lock()
-	f := h.fake.putLocked(Area{Kind: Shared}, 0, name, make([]byte, size)) // never read: every request is held
-	h.fake.mu.Unlock()
+	f := h.fake.Put(place.Area{Kind: place.Shared}, 0, name, make([]byte, size)) // never read: every request is held
 	r, err := h.s.Fetcher.Open(Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified})
 	if err != nil {
 		h.t.Fatal(err)
@@ -352,7 +341,7 @@ func TestStoreReadAheadFillsAFilesRequests(t *testing.T) {
 	if n := fetchesInFlight(r); n != want {
 		t.Fatalf("%d range requests in flight for one file read in sequence, want %d (2 x --transfers)", n, want)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return h.fake.count("ReadRange") == want })
+	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return h.fake.Count("ReadRange") == want })
 }
 
 // While other files are read, a file's read-ahead keeps to its share of the
@@ -365,7 +354,7 @@ func TestReadAheadKeepsToItsShareWhileOthersRead(t *testing.T) {
 	for i := range 3 {
 		h.read(h.open(fmt.Sprint("other", i), 96<<20), 5*mib)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the other files' reads", func() bool { return h.fake.count("ReadRange") == 3 })
+	testkit.WaitFor(t, 10*time.Second, "the other files' reads", func() bool { return h.fake.Count("ReadRange") == 3 })
 	// A fourth read in sequence: its share of 16 transfers among 4 files is
 	// 4 requests, where alone it would have 8.
 	r := h.open("big.bin", 96<<20)
@@ -373,7 +362,7 @@ func TestReadAheadKeepsToItsShareWhileOthersRead(t *testing.T) {
 	if n := fetchesInFlight(r); n != 4 {
 		t.Fatalf("the file read in sequence has %d range requests in flight beside 3 other files' reads, want 4 (16 transfers / 4 files)", n)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return h.fake.count("ReadRange") == 3+4 })
+	testkit.WaitFor(t, 10*time.Second, "the requests to reach the service", func() bool { return h.fake.Count("ReadRange") == 3+4 })
 }
 
 // A file renamed away whose new name's upload fails for good and is
@@ -382,41 +371,41 @@ func TestReadAheadKeepsToItsShareWhileOthersRead(t *testing.T) {
 // one whose deletion fails once the new name is up, or once it was renamed
 // away and then removed: before, they stayed hidden until a restart.
 func TestStoreKeptOriginalsShowAgain(t *testing.T) {
-	shared := Area{Kind: Shared}
-	root := DirKey{Area: shared}
+	shared := place.Area{Kind: place.Shared}
+	root := place.DirKey{Area: shared}
 	for _, c := range []struct {
 		name string
-		fail func(fake *fakeClient)
-		undo func(t *testing.T, s *Store, st *Staged)
+		fail func(fake *fakeclient.Client)
+		undo func(t *testing.T, s *Store, st *writeback.Staged)
 	}{
-		{"discarded upload", func(fake *fakeClient) {
-			fake.failNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 400, Code: api.CodeBadRequest, Message: "no"})
-		}, func(t *testing.T, s *Store, st *Staged) {
+		{"discarded upload", func(fake *fakeclient.Client) {
+			fake.FailNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 400, Code: api.CodeBadRequest, Message: "no"})
+		}, func(t *testing.T, s *Store, st *writeback.Staged) {
 			testkit.WaitFor(t, 5*time.Second, "the upload's failure", func() bool { return s.Staging.Stats().Failed == 1 })
 			if _, err := s.Staging.Discard(st.Target().String()); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"failed deletion after the upload", func(fake *fakeClient) {
-			fake.failNext("DeleteFile", &api.Error{Op: "DELETE /files", HTTPStatus: 403, Code: api.CodePermissionRequired, Message: "no"})
-		}, func(t *testing.T, s *Store, st *Staged) {
+		{"failed deletion after the upload", func(fake *fakeclient.Client) {
+			fake.FailNext("DeleteFile", &api.Error{Op: "DELETE /files", HTTPStatus: 403, Code: api.CodePermissionRequired, Message: "no"})
+		}, func(t *testing.T, s *Store, st *writeback.Staged) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := s.Staging.Flush(ctx, st); err != nil { // g goes up; f1's deletion fails
 				t.Fatal(err)
 			}
 		}},
-		{"failed deletion", func(fake *fakeClient) {
-			fake.failNext("DeleteFile", &api.Error{Op: "DELETE /files", HTTPStatus: 403, Code: api.CodePermissionRequired, Message: "no"})
-		}, func(t *testing.T, s *Store, st *Staged) {
+		{"failed deletion", func(fake *fakeclient.Client) {
+			fake.FailNext("DeleteFile", &api.Error{Op: "DELETE /files", HTTPStatus: 403, Code: api.CodePermissionRequired, Message: "no"})
+		}, func(t *testing.T, s *Store, st *writeback.Staged) {
 			if err := s.Staging.Remove(st); err != nil { // rm g
 				t.Fatal(err)
 			}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fake := newFake(t)
-			old := fake.put(shared, 0, "f1", []byte("v1"))
+			fake := fakeclient.New(t)
+			old := fake.Put(shared, 0, "f1", []byte("v1"))
 			s := openTestStore(t, fake)
 			if got := names(t, s.Dirs, root); !slices.Equal(got, []string{"f1"}) {
 				t.Fatalf("listed %v", got)
@@ -427,7 +416,7 @@ func TestStoreKeptOriginalsShowAgain(t *testing.T) {
 			testkit.WaitFor(t, 5*time.Second, "f1 listed again", func() bool {
 				return slices.Contains(names(t, s.Dirs, root), "f1")
 			})
-			if n := fake.count("Upload"); n > 1 {
+			if n := fake.Count("Upload"); n > 1 {
 				t.Fatalf("%d uploads", n)
 			}
 		})

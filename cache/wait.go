@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // The waits of callers (the mount's syscalls) on the service, and the I/O
@@ -93,14 +94,14 @@ func (s *Store) settled(ctx context.Context, do func(ctx context.Context) error)
 // *TimeoutError once no upload of the mount sent a byte for the I/O timeout
 // since it began (an outage); the upload goes on and retries by itself. A
 // slow link, where bytes go on leaving, is waited for.
-func (s *Store) Flush(ctx context.Context, st *Staged) error {
+func (s *Store) Flush(ctx context.Context, st *writeback.Staged) error {
 	if s.ioTimeout <= 0 {
 		return s.Staging.Flush(ctx, st)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// The rule of a wait for content, on the bytes uploads send.
-	w := &contentWait{timeout: s.ioTimeout, start: time.Now(), last: &s.Staging.sent}
+	w := &contentWait{timeout: s.ioTimeout, start: time.Now(), last: s.Staging.LastSent}
 	go func() {
 		defer w.stop()
 		for {
@@ -174,12 +175,12 @@ func (b *progressBody) Read(p []byte) (int, error) {
 type contentWait struct {
 	timeout time.Duration // 0: no timeout
 	start   time.Time
-	last    *stamp
-	timer   *time.Timer // made at the first block waited for (a read of cached bytes waits for none)
+	last    func() time.Time // when the last byte came (of content, or of an upload for a flush)
+	timer   *time.Timer      // made at the first block waited for (a read of cached bytes waits for none)
 }
 
 func (f *Fetcher) contentWait() *contentWait {
-	return &contentWait{timeout: f.ioTimeout, start: time.Now(), last: &f.lastByte}
+	return &contentWait{timeout: f.ioTimeout, start: time.Now(), last: f.lastByte.time}
 }
 
 // fired is the channel of the timer; nil (never ready) without a timeout.
@@ -197,7 +198,7 @@ func (w *contentWait) fired() <-chan time.Time {
 // began; if some did, the timer is set for the timeout after the last.
 func (w *contentWait) expired() bool {
 	since := w.start
-	if l := w.last.time(); l.After(since) {
+	if l := w.last(); l.After(since) {
 		since = l
 	}
 	left := w.timeout - time.Since(since)
@@ -254,7 +255,7 @@ func (r *Reader) wait(ctx context.Context, cw *contentWait, off, n int64, first 
 // stillDown reports whether a wait that timed out at gaveUp (zero: none)
 // did so less than the timeout ago, and no content came since.
 func (cw *contentWait) stillDown(gaveUp time.Time) bool {
-	return cw.timeout > 0 && gaveUp.UnixNano() > 0 && time.Since(gaveUp) < cw.timeout && !cw.last.time().After(gaveUp)
+	return cw.timeout > 0 && gaveUp.UnixNano() > 0 && time.Since(gaveUp) < cw.timeout && !cw.last().After(gaveUp)
 }
 
 // block waits for one block of a read.

@@ -11,7 +11,9 @@ import (
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/fakeclient"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // outageEnv is an emulator whose client never cuts a request itself (the
@@ -38,7 +40,7 @@ func TestListingCallerGivesUpTheSharedListingGoesOn(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	srv, client, _, _ := outageEnv(t)
 	d := NewDirs(client, time.Hour, nil)
-	key := DirKey{Area: Area{Kind: Shared}}
+	key := place.DirKey{Area: place.Area{Kind: place.Shared}}
 	srv.Emulator.SetOutage(emulator.OutageBlackHole)
 	other := make(chan error, 1)
 	go func() {
@@ -151,13 +153,13 @@ func TestReadGivesUpOnlyWhenNoContentComes(t *testing.T) {
 // on refreshes the cache when the service answers, which ends the silence.
 func TestExpiredListingAnsweredWhileTheServiceIsSilent(t *testing.T) {
 	const timeout = 200 * time.Millisecond
-	fake := newFake(t)
-	shared := Area{Kind: Shared}
-	fake.put(shared, 0, "a", nil)
-	sub := fake.mkdir(shared, 0, "sub")
+	fake := fakeclient.New(t)
+	shared := place.Area{Kind: place.Shared}
+	fake.Put(shared, 0, "a", nil)
+	sub := fake.Mkdir(shared, 0, "sub")
 	clock := emutest.NewClock(time.Unix(1700000000, 0))
 	d := NewDirs(fake, time.Minute, clock.Now)
-	root := DirKey{Area: shared}
+	root := place.DirKey{Area: shared}
 	if got := names(t, d, root); !slices.Equal(got, []string{"a", "sub"}) {
 		t.Fatalf("before: %v", got)
 	}
@@ -165,9 +167,9 @@ func TestExpiredListingAnsweredWhileTheServiceIsSilent(t *testing.T) {
 		return (&Store{ioTimeout: timeout}).Bound(context.Background())
 	}
 	clock.Advance(2 * time.Minute)
-	release := fake.hold("SharedFiles")
+	release := fake.Hold("SharedFiles")
 	defer release()
-	fake.put(shared, 0, "b", nil)
+	fake.Put(shared, 0, "b", nil)
 	for i, within := range []time.Duration{timeout + time.Second, timeout / 2} {
 		ctx, cancel := bounded()
 		start := time.Now()
@@ -179,7 +181,7 @@ func TestExpiredListingAnsweredWhileTheServiceIsSilent(t *testing.T) {
 		}
 	}
 	ctx, cancel := bounded()
-	if _, err := d.List(ctx, DirKey{Area: shared, ID: sub.ID}); AsTimeout(ctx, err) == nil {
+	if _, err := d.List(ctx, place.DirKey{Area: shared, ID: sub.ID}); AsTimeout(ctx, err) == nil {
 		t.Fatalf("a folder never listed, in the silence: %v, want the I/O timeout", err)
 	}
 	cancel()

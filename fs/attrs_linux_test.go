@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // attrs is what a test compares of a file or folder.
@@ -99,7 +99,7 @@ func TestModesOwnersAndTimesLast(t *testing.T) {
 	// Another writer's version shows the service's defaults: what was set
 	// here was set on the version it replaced.
 	e.apiReplace("data", "theirs")
-	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	// The folder is listed again and the kernel told, in the background.
 	testkit.WaitFor(t, 5*time.Second, "another writer's version of data to show the defaults", func() bool {
 		got := statAttrs(t, data)

@@ -16,6 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // node is embedded in every node of the tree: its go-fuse inode, the mount it
@@ -120,7 +121,7 @@ func movedIno(id int64) uint64 { return 1<<42 + uint64(id) }
 // kernel knows (an edit, a rename), else one of its own, unique for the
 // mount's life. A number never stands for a name: a file renamed keeps
 // its number, and a new file at the old name gets another.
-func (f *FS) stagedIno(st *cache.Staged) uint64 {
+func (f *FS) stagedIno(st *writeback.Staged) uint64 {
 	if ino, ok := f.pendingInos.Get(st.Seq()); ok {
 		return ino
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // computersNode is computers/: one folder per computer, its storage area.
@@ -71,8 +71,8 @@ func (n *computersNode) Lookup(ctx context.Context, name string, out *fuse.Entry
 	for i, nm := range names {
 		if nm == name {
 			id := seats[i].ID
-			area := cache.Area{Kind: cache.Machine, MachineID: id}
-			ch := n.NewInode(ctx, n.fsys.newDirNode(cache.DirKey{Area: area}, time.Time{}),
+			area := place.Area{Kind: place.Machine, MachineID: id}
+			ch := n.NewInode(ctx, n.fsys.newDirNode(place.DirKey{Area: area}, time.Time{}),
 				gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: machineIno(id)})
 			n.fsys.setDirAttr(&out.Attr, time.Time{})
 			return ch, 0

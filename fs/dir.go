@@ -19,27 +19,29 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // dirNode is a folder of a storage area (shared/, a computer's, recordings/),
 // or an area's root (key.ID 0).
 type dirNode struct {
 	node
-	keyv atomic.Pointer[cache.DirKey] // the folder on the service; a rename of it (renameFolder) changes it
+	keyv atomic.Pointer[place.DirKey] // the folder on the service; a rename of it (renameFolder) changes it
 
 	mu    sync.Mutex
 	view  *dirView  // guarded by mu
 	mtime time.Time // guarded by mu
 }
 
-func (f *FS) newDirNode(key cache.DirKey, mtime time.Time) *dirNode {
+func (f *FS) newDirNode(key place.DirKey, mtime time.Time) *dirNode {
 	n := &dirNode{node: node{fsys: f}, mtime: mtime}
 	n.setKey(key)
 	return n
 }
 
 // dirKey is the folder on the service.
-func (n *dirNode) dirKey() cache.DirKey { return *n.keyv.Load() }
+func (n *dirNode) dirKey() place.DirKey { return *n.keyv.Load() }
 
 var (
 	_ = (gofs.NodeGetattrer)((*dirNode)(nil))
@@ -95,7 +97,7 @@ func (n *dirNode) freshView() *dirView {
 // staged is the pending file of this folder shown as name, if any: the file
 // of that name, else the link (its link file, links.go). A link file's own
 // name shows nothing.
-func (n *dirNode) staged(name string) *cache.Staged {
+func (n *dirNode) staged(name string) *writeback.Staged {
 	if n.fsys.store.Staging == nil {
 		return nil
 	}
@@ -202,7 +204,7 @@ func (n *dirNode) listedChild(ctx context.Context, name string, f api.File, list
 		}
 	}
 	if f.IsDir() {
-		return n.NewInode(ctx, n.fsys.newDirNode(cache.DirKey{Area: n.dirKey().Area, ID: f.ID}, f.LastModified),
+		return n.NewInode(ctx, n.fsys.newDirNode(place.DirKey{Area: n.dirKey().Area, ID: f.ID}, f.LastModified),
 			gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: n.fsys.inoOf(f.ID)})
 	}
 	fn := n.fsys.newFileNode(n.dirKey(), f, nil)
@@ -222,7 +224,7 @@ func (f *FS) modeOf(file api.File) uint32 {
 }
 
 // stagedMode is the file type a pending file shows as.
-func (f *FS) stagedMode(st *cache.Staged) uint32 {
+func (f *FS) stagedMode(st *writeback.Staged) uint32 {
 	if f.isLinkStaged(st) {
 		return syscall.S_IFLNK
 	}
@@ -240,7 +242,7 @@ func opsOf(ch *gofs.Inode) gofs.InodeEmbedder {
 // stagedChild returns the inode of a pending file of this folder: the one
 // the kernel knows at the name when st is its next version (succeeds), else
 // one of st's own (stagedIno).
-func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged) *gofs.Inode {
+func (n *dirNode) stagedChild(ctx context.Context, name string, st *writeback.Staged) *gofs.Inode {
 	ino := n.fsys.stagedIno(st)
 	ch := n.GetChild(name)
 	switch {
@@ -262,7 +264,7 @@ func (n *dirNode) stagedChild(ctx context.Context, name string, st *cache.Staged
 // succeeds reports whether st is the next version of the file node ch shows:
 // ch shows st already, or the service file st replaces (an edit of a listed
 // file). The node, and its inode number, stay.
-func succeeds(ch *gofs.Inode, st *cache.Staged) bool {
+func succeeds(ch *gofs.Inode, st *writeback.Staged) bool {
 	fn, ok := ch.Operations().(*fileNode)
 	if !ok {
 		return false
@@ -283,7 +285,7 @@ func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
 	var names []string // by name (Staging.Pending's order)
-	pending := map[string]*cache.Staged{}
+	pending := map[string]*writeback.Staged{}
 	if n.fsys.store.Staging != nil {
 		for _, st := range n.fsys.store.Staging.Pending(n.dirKey().Area, n.dirKey().ID) {
 			name := st.Target().Name
@@ -348,8 +350,8 @@ func withLocal(entries, locals []fuse.DirEntry) []fuse.DirEntry {
 }
 
 // target is where a file of this folder named name goes on the service.
-func (n *dirNode) target(name string) cache.Target {
-	return cache.Target{Area: n.dirKey().Area, ParentID: n.dirKey().ID, Name: name}
+func (n *dirNode) target(name string) place.Target {
+	return place.Target{Area: n.dirKey().Area, ParentID: n.dirKey().ID, Name: name}
 }
 
 // existing is the service file of this folder listed under name, if any. A
@@ -424,7 +426,7 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 // createStaged returns the empty staging copy of a file made at name: the
 // pending file there, truncated, or a new one, which replaces the service
 // file of that name when it is uploaded. The caller owns a writer of it.
-func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr) (*cache.Staged, syscall.Errno) {
+func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr) (*writeback.Staged, syscall.Errno) {
 	t := n.target(name)
 	// Acquire opens a pending file for writing under the queue's lock, so its
 	// upload cannot retire it in between.
@@ -480,7 +482,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 	if err != nil {
 		return nil, n.fsys.errno(ctx, "creating folder "+n.Path(nil)+"/"+name, err)
 	}
-	key := cache.DirKey{Area: n.dirKey().Area, ID: f.ID}
+	key := place.DirKey{Area: n.dirKey().Area, ID: f.ID}
 	if set := n.fsys.newAttr(ctx, mode, n.fsys.DirMode()); !set.IsZero() {
 		n.fsys.store.Attrs.SetDir(key, set)
 	}
@@ -572,7 +574,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if !f.IsDir() {
 		return syscall.ENOTDIR
 	}
-	key := cache.DirKey{Area: n.dirKey().Area, ID: f.ID}
+	key := place.DirKey{Area: n.dirKey().Area, ID: f.ID}
 	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 || n.fsys.local.hasSpecial(key) {
 		return syscall.ENOTEMPTY
 	}

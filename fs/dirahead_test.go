@@ -21,6 +21,7 @@ import (
 	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // listings counts the listing requests the mount's client sends, by folder
@@ -318,7 +319,7 @@ func TestDirReadAheadStopsInAnOutage(t *testing.T) {
 	}
 	readMid()
 	testkit.WaitFor(t, 20*time.Second, "the leaves listed ahead after the outage", func() bool {
-		_, ok := e.Store.Dirs.Cached(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: leaves[len(leaves)-1]})
+		_, ok := e.Store.Dirs.Cached(place.DirKey{Area: place.Area{Kind: place.Shared}, ID: leaves[len(leaves)-1]})
 		return ok
 	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // shown is what a view shows: each name and its entry, in order.
@@ -105,7 +106,7 @@ func TestViewDerivedIsTheViewMadeAnew(t *testing.T) {
 			}
 
 			d := cache.NewDirs(nil, time.Hour, nil)
-			key := cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: 5}
+			key := place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 5}
 			d.Seed(key, files)
 			l, _ := d.Cached(key)
 			derives := true
@@ -140,7 +141,7 @@ func TestViewDerivedIsTheViewMadeAnew(t *testing.T) {
 	}
 	// A listing that is not the view's edited once: made anew.
 	d := cache.NewDirs(nil, time.Hour, nil)
-	key := cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: 5}
+	key := place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 5}
 	d.Seed(key, []api.File{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}})
 	l0, _ := d.Cached(key)
 	d.Remove(key, 1)
@@ -162,7 +163,7 @@ func TestViewDerivedIsTheViewMadeAnew(t *testing.T) {
 func TestViewFollowsEditsAsMadeAnew(t *testing.T) {
 	for _, links := range []bool{true, false} {
 		d := cache.NewDirs(nil, time.Hour, nil)
-		key := cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: 5}
+		key := place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 5}
 		var files []api.File
 		for i := range 300 {
 			files = append(files, fileOf(int64(1+i), "f"+strconv.Itoa(i)))
@@ -240,7 +241,7 @@ func BenchmarkDirViewRemove100k(b *testing.B) {
 		files[i] = api.File{ID: int64(1000 + i), Name: "f" + strconv.Itoa(1000000+i) + ".dat", ObjectType: api.ObjectFile}
 	}
 	d := cache.NewDirs(nil, time.Hour, nil)
-	key := cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: 5}
+	key := place.DirKey{Area: place.Area{Kind: place.Shared}, ID: 5}
 	d.Seed(key, files)
 	l, _ := d.Cached(key)
 	v := newDirView(l, true)

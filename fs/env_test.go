@@ -20,9 +20,9 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // testEnv is an emulator with a mount of one of its organizations (the
@@ -187,7 +187,7 @@ func checkCopy(t *testing.T, dir string, want map[string][]byte) {
 // settle waits until nothing is staged: every write reached the service.
 func (e *testEnv) settle() {
 	e.T.Helper()
-	var st cache.StagingStats
+	var st writeback.StagingStats
 	testkit.WaitFor(e.T, 60*time.Second, "the uploads to finish", func() bool {
 		st = e.Store.Staging.Stats()
 		return st.Pending == 0 && st.Uploading == 0

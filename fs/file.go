@@ -19,6 +19,8 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // fileNode is a file of a storage area: on the service, pending (a staging
@@ -27,14 +29,14 @@ type fileNode struct {
 	node
 
 	mu          sync.Mutex
-	parent      cache.DirKey  // guarded by mu; the folder it is listed in
-	file        api.File      // guarded by mu; a placeholder (ID 0) until listed
-	kernelCache cache.Meta    // guarded by mu; the version the kernel's page cache may hold
-	listedAt    time.Time     // guarded by mu; when the listing that gave file was fetched (kernel.go)
-	seq         uint64        // guarded by mu; the listing cache's edit number file is as of (update)
-	staged      *cache.Staged // guarded by mu; the pending local copy, while there is one
-	unlinked    *cache.Staged // guarded by mu; the pending copy unlinked while open: what the open descriptors see
-	linkTarget  linkTarget    // guarded by mu; a link's target as last read (links.go)
+	parent      place.DirKey      // guarded by mu; the folder it is listed in
+	file        api.File          // guarded by mu; a placeholder (ID 0) until listed
+	kernelCache cache.Meta        // guarded by mu; the version the kernel's page cache may hold
+	listedAt    time.Time         // guarded by mu; when the listing that gave file was fetched (kernel.go)
+	seq         uint64            // guarded by mu; the listing cache's edit number file is as of (update)
+	staged      *writeback.Staged // guarded by mu; the pending local copy, while there is one
+	unlinked    *writeback.Staged // guarded by mu; the pending copy unlinked while open: what the open descriptors see
+	linkTarget  linkTarget        // guarded by mu; a link's target as last read (links.go)
 
 	link    bool       // constant: a symbolic link, kept on the service as a link file (links.go)
 	stageMu sync.Mutex // held while a staging copy of the file is made (see the lock order in fs.go)
@@ -45,7 +47,7 @@ type fileNode struct {
 
 // newFileNode makes the node of a file listed in parent or staged; file.Name
 // is its service name (a link file's shows as a symlink).
-func (f *FS) newFileNode(parent cache.DirKey, file api.File, staged *cache.Staged) *fileNode {
+func (f *FS) newFileNode(parent place.DirKey, file api.File, staged *writeback.Staged) *fileNode {
 	_, link := linkBase(file.Name)
 	return &fileNode{node: node{fsys: f}, parent: parent, file: file, staged: staged, link: link && !f.opts.NoLinks}
 }
@@ -62,7 +64,7 @@ var (
 // mount's own edit of the file (its upload ended) must not bring back the
 // size from before, however late it is told (listingChanged). When the
 // content changed, the kernel's cached pages of it are dropped, once.
-func (n *fileNode) update(parent cache.DirKey, f api.File, listedAt time.Time, seq uint64) bool {
+func (n *fileNode) update(parent place.DirKey, f api.File, listedAt time.Time, seq uint64) bool {
 	n.mu.Lock()
 	if seq < n.seq && n.file.ID != 0 {
 		n.mu.Unlock()
@@ -84,20 +86,20 @@ func (n *fileNode) update(parent cache.DirKey, f api.File, listedAt time.Time, s
 	return true
 }
 
-func (n *fileNode) parentKey() cache.DirKey {
+func (n *fileNode) parentKey() place.DirKey {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.parent
 }
 
 // target is where the node's file goes on the service.
-func (n *fileNode) target() cache.Target {
+func (n *fileNode) target() place.Target {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.staged != nil {
 		return n.staged.Target()
 	}
-	return cache.Target{Area: n.parent.Area, ParentID: n.parent.ID, Name: n.file.Name}
+	return place.Target{Area: n.parent.Area, ParentID: n.parent.ID, Name: n.file.Name}
 }
 
 // refreshStaged returns the node's staging copy while the file is pending.
@@ -106,14 +108,14 @@ func (n *fileNode) target() cache.Target {
 // record of the cached listing if there is one, else the file the upload
 // made (the listing may not be cached: the node must not show a size of 0
 // meanwhile, which the kernel would keep as the file's size).
-func (n *fileNode) refreshStaged() *cache.Staged {
+func (n *fileNode) refreshStaged() *writeback.Staged {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.staged
 	if st != nil && (n.fsys.store.Staging == nil || n.fsys.store.Staging.Lookup(st.Target()) != st) {
 		// Uploaded (or removed): the listing now has the file.
 		t := st.Target() // where it went, wherever the node was before
-		n.parent = cache.DirKey{Area: t.Area, ID: t.ParentID}
+		n.parent = place.DirKey{Area: t.Area, ID: t.ParentID}
 		n.file = api.File{Name: t.Name} // removed: a placeholder until the listing is read
 		if f, ok := st.Uploaded(); ok && f.ID != 0 {
 			n.file = f
@@ -199,7 +201,7 @@ func (n *fileNode) fillAttr(a *fuse.Attr) (asOf time.Time) {
 // stagedAttr fills a staged file's attributes from one fstat of its
 // staging copy: local size and time, and the blocks it holds on disk (a
 // sparse file counts its holes for nothing, as du expects).
-func (f *FS) stagedAttr(a *fuse.Attr, st *cache.Staged) {
+func (f *FS) stagedAttr(a *fuse.Attr, st *writeback.Staged) {
 	size, mod, fi := st.Stat()
 	f.SetAttr(a, syscall.S_IFREG|f.FileMode(), size, mod)
 	if fi != nil {
@@ -300,7 +302,7 @@ func (n *fileNode) openPendingReader(ctx context.Context) (*stagedHandle, syscal
 // acquirePending returns the file's staging copy held for reading (the
 // caller closes its reader), kept open even if its upload ends meanwhile;
 // nil when the file is not pending (or its upload ended just now).
-func (n *fileNode) acquirePending() *cache.Staged {
+func (n *fileNode) acquirePending() *writeback.Staged {
 	if n.refreshStaged() == nil {
 		return nil
 	}
@@ -451,7 +453,7 @@ func (n *fileNode) setAttr(c cache.Attr) {
 // stageForWriting opens the node's content for writing: its pending staging
 // copy, or a new one holding the service's content (none when truncating).
 // The caller owns a writer of the result and closes it (CloseWriter).
-func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.Staged, syscall.Errno) {
+func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*writeback.Staged, syscall.Errno) {
 	// One staging at a time per file: a second writer waits and then opens
 	// the copy the first made, filled. Held across the fetch (fs.go).
 	n.stageMu.Lock()
@@ -468,7 +470,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*cache.S
 	if errno != 0 {
 		return nil, errno
 	}
-	var st *cache.Staged
+	var st *writeback.Staged
 	var err error
 	// A file open in passthrough is staged whole even when truncating: the
 	// kernel's file becomes the staging copy (StageCopy), truncated after.
@@ -517,9 +519,9 @@ func (n *fileNode) relist(ctx context.Context, f api.File) (api.File, syscall.Er
 // it): a copy of the version the name holds now (one listing), or an empty
 // file when there is none. The change still starts from f, so its upload
 // checks the name and goes up beside the other writer's version as a
-// conflict copy (cache/conflicts.go) instead of replacing it. A listing that
+// conflict copy (writeback/conflicts.go) instead of replacing it. A listing that
 // fails (an outage) fails the staging: it says nothing of the name.
-func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*cache.Staged, error) {
+func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*writeback.Staged, error) {
 	bctx, cancel := n.fsys.bound(ctx)
 	cur, errno := n.relist(bctx, f)
 	cancel()
@@ -532,7 +534,7 @@ func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*cache.Staged
 	return n.fsys.store.StageCopy(ctx, n.target(), cur, f.ID)
 }
 
-func (n *fileNode) setStaged(st *cache.Staged) {
+func (n *fileNode) setStaged(st *writeback.Staged) {
 	n.mu.Lock()
 	n.staged = st
 	n.mu.Unlock()

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
@@ -33,7 +33,7 @@ func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
 	rec := files[0]
 	// The service lists the same file (same id) with another size and time.
 	rec.Size, rec.LastModified = 9000, rec.LastModified.Add(time.Minute)
-	e.Store.Dirs.Put(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, rec)
+	e.Store.Dirs.Put(place.DirKey{Area: place.Area{Kind: place.Shared}}, rec)
 	// The cache tells the kernel in the background (fs/kernel.go).
 	var st os.FileInfo
 	testkit.WaitFor(t, 5*time.Second, "stat to show the listing's size", func() bool {
@@ -67,7 +67,7 @@ func TestKnownInodeFollowsListingAndShortObjectIsAnError(t *testing.T) {
 func TestLateListingNewsDoesNotUndoAnEdit(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.put(0, e.root(0), "late.bin", testkit.RandBytes(3000, 1))
-	key := cache.DirKey{Area: cache.Area{Kind: cache.Shared}}
+	key := place.DirKey{Area: place.Area{Kind: place.Shared}}
 	p := e.Path("shared", "late.bin")
 	if st, err := os.Stat(p); err != nil || st.Size() != 3000 {
 		t.Fatalf("stat: %v, %v", st, err)

@@ -54,6 +54,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // Options shape the mounted tree.
@@ -200,6 +201,6 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 }
 
 // writable reports whether changes may be made in an area.
-func (f *FS) writable(a cache.Area) bool {
-	return !f.opts.ReadOnly && f.store.Staging != nil && a.Kind != cache.Recordings
+func (f *FS) writable(a place.Area) bool {
+	return !f.opts.ReadOnly && f.store.Staging != nil && a.Kind != place.Recordings
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // An open file is one of two handles, chosen by fileNode.Open as rclone's
@@ -121,7 +122,7 @@ const smallRead = 32 << 10
 // changedHere returns the file's staging copy, held for reading, when this
 // mount changed the file since the handle opened it (an edit, a truncate, a
 // rename): the caller closes its reader. Nil while the file is as opened.
-func (h *readHandle) changedHere() *cache.Staged { return h.node.acquirePending() }
+func (h *readHandle) changedHere() *writeback.Staged { return h.node.acquirePending() }
 
 // reader returns the reader of the version to read: the one opened, or,
 // once this mount uploaded a change of the file (a version that keeps the
@@ -191,7 +192,7 @@ type stagedHandle struct {
 	mu sync.Mutex
 	// staged is the staging copy; nil until the first use of a handle opened
 	// for writing on a file of the service (get): guarded by mu.
-	staged *cache.Staged
+	staged *writeback.Staged
 }
 
 var (
@@ -207,7 +208,7 @@ var (
 // sends O_TRUNC as a truncate after the open (go-fuse asks for no atomic
 // O_TRUNC), and staging at the open would fetch the content the truncate
 // then drops. A `>` redirect or a cp over the file fetches nothing.
-func (h *stagedHandle) get(ctx context.Context) (*cache.Staged, syscall.Errno) {
+func (h *stagedHandle) get(ctx context.Context) (*writeback.Staged, syscall.Errno) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.staged == nil {
@@ -240,7 +241,7 @@ func (h *stagedHandle) truncate(ctx context.Context, size int64) syscall.Errno {
 }
 
 // current is the staging copy, nil while a lazy handle has none.
-func (h *stagedHandle) current() *cache.Staged {
+func (h *stagedHandle) current() *writeback.Staged {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.staged

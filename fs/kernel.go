@@ -24,6 +24,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // listedTimeout is how long the kernel may keep the entry and attributes of
@@ -153,7 +154,7 @@ func (n *dirNode) refetch() {
 // kernel knows (dirNodes), what it forgot or was told without a fetch.
 func (f *FS) watchDirs() {
 	f.store.Dirs.Watch(&cache.DirsWatcher{
-		Dropped: func(key cache.DirKey) {
+		Dropped: func(key place.DirKey) {
 			if n := f.dirNode(key); n != nil {
 				go n.refetch()
 			}
@@ -166,7 +167,7 @@ func (f *FS) watchDirs() {
 				f.inos.Add(id, movedIno(id))
 			}
 		},
-		Put: func(key cache.DirKey, file api.File, seq uint64) {
+		Put: func(key place.DirKey, file api.File, seq uint64) {
 			if n := f.dirNode(key); n != nil {
 				go n.tellKernel(shownName(file, !f.opts.NoLinks), file, time.Time{}, seq)
 			}
@@ -175,7 +176,7 @@ func (f *FS) watchDirs() {
 }
 
 // dirNode is the node of folder key the kernel knows, if any.
-func (f *FS) dirNode(key cache.DirKey) *dirNode {
+func (f *FS) dirNode(key place.DirKey) *dirNode {
 	if v, ok := f.dirNodes.Load(key); ok {
 		return v.(*dirNode)
 	}
@@ -184,7 +185,7 @@ func (f *FS) dirNode(key cache.DirKey) *dirNode {
 
 // setKey makes key the folder's (a new node, a rename), registered in
 // f.dirNodes.
-func (n *dirNode) setKey(key cache.DirKey) {
+func (n *dirNode) setKey(key place.DirKey) {
 	if old := n.keyv.Swap(&key); old != nil {
 		n.fsys.dirNodes.CompareAndDelete(*old, n)
 	}

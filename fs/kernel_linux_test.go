@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // statSize stats p: its size, or -1 when it is not there.
@@ -55,7 +55,7 @@ func TestKernelKeepsEntriesWhileTheListingIsFresh(t *testing.T) {
 // out.
 func TestKernelForgetsWhatAListingChanged(t *testing.T) {
 	e := newEnv(t, envOptions{DirTTL: 4 * time.Second})
-	shared := cache.DirKey{Area: cache.Area{Kind: cache.Shared}}
+	shared := place.DirKey{Area: place.Area{Kind: place.Shared}}
 	e.put(0, e.root(0), "a.txt", []byte("a1"))
 	a := e.Path("shared", "a.txt")
 	if statSize(t, a) != 2 {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 const (
@@ -67,7 +68,7 @@ func isLinkFile(f api.File) bool {
 func (f *FS) isLink(file api.File) bool { return !f.opts.NoLinks && isLinkFile(file) }
 
 // isLinkStaged reports whether the mount shows pending file st as a symlink.
-func (f *FS) isLinkStaged(st *cache.Staged) bool {
+func (f *FS) isLinkStaged(st *writeback.Staged) bool {
 	_, ok := linkBase(st.Target().Name)
 	return ok && !f.opts.NoLinks
 }
@@ -188,7 +189,7 @@ func (n *dirNode) Symlink(ctx context.Context, target, name string, out *fuse.En
 }
 
 // pendingLink is the pending link of this folder named name, if any.
-func (n *dirNode) pendingLink(name string) *cache.Staged {
+func (n *dirNode) pendingLink(name string) *writeback.Staged {
 	if n.fsys.opts.NoLinks {
 		return nil
 	}
@@ -325,7 +326,7 @@ func (n *dirNode) replacedBy(ctx context.Context, name string, link bool) int64 
 // link): its service name is not st's, so st's upload does not replace it.
 // A pending one is dropped; one on the service leaves the listing now and
 // the service once st is uploaded (Store.Supersede).
-func (n *dirNode) displace(ctx context.Context, name string, st *cache.Staged) {
+func (n *dirNode) displace(ctx context.Context, name string, st *writeback.Staged) {
 	if n.fsys.opts.NoLinks {
 		return
 	}

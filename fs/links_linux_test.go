@@ -17,9 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // checkLink checks that path is a symlink to target, as lstat, readlink and
@@ -117,7 +117,7 @@ func TestSymlinkMadeHere(t *testing.T) {
 	if got := string(e.serviceBytes("long" + linkSuffix)); got != long {
 		t.Errorf("long%s on the service holds %d bytes, want %d", linkSuffix, len(got), len(long))
 	}
-	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	checkLink(t, sh("ln"), "../docs/a file.txt")
 	checkLink(t, sh("long"), long)
 	fi, err := os.Lstat(sh("ln"))
@@ -181,7 +181,7 @@ func TestLinkFileFromTheServiceShowsAsSymlink(t *testing.T) {
 		t.Errorf("dir%s: %v %v, want a folder", linkSuffix, fi, err)
 	}
 	for range 2 {
-		e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+		e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 		if got, want := fstest.ListNames(t, filepath.Join(dir, "shared")), []string{"both", "dir" + linkSuffix, "ln"}; !slices.Equal(got, want) {
 			t.Errorf("shared/ lists %q, want %q", got, want)
 		}
@@ -483,7 +483,7 @@ func TestLinkBesideAnotherDesksFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.put(0, root, "f"+linkSuffix, []byte("another desk's link"))
-	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}) // this desk lists them
+	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}}) // this desk lists them
 
 	for _, name := range []string{"rm", "f"} {
 		if err := os.Remove(sh(name)); err != nil {
@@ -501,7 +501,7 @@ func TestLinkBesideAnotherDesksFile(t *testing.T) {
 	}
 	e.wantGone("rm" + linkSuffix)
 	e.wantGone("f")
-	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	time.Sleep(1100 * time.Millisecond) // the kernel's attribute cache
 	if b, err := os.ReadFile(sh("rm")); err != nil || string(b) != "another desk's rm" {
 		t.Errorf("rm after the unlink of the link: %q %v, want the other desk's file", b, err)

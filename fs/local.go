@@ -28,6 +28,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 const (
@@ -38,7 +39,7 @@ const (
 // localFiles are the local entries of a mount, by folder and name.
 type localFiles struct {
 	mu    sync.Mutex
-	dirs  map[cache.DirKey]map[string]*localFile // guarded by mu
+	dirs  map[place.DirKey]map[string]*localFile // guarded by mu
 	bytes int64                                  // guarded by mu; of every file
 	seq   uint64                                 // guarded by mu; the last entry's number (localIno)
 }
@@ -71,14 +72,14 @@ func newLocalAttr(mode, uid, gid, rdev uint32) localAttr {
 // special reports whether the entry is a special node (not a regular file).
 func (f *localFile) special() bool { return f.typ != syscall.S_IFREG }
 
-func (l *localFiles) get(dir cache.DirKey, name string) *localFile {
+func (l *localFiles) get(dir place.DirKey, name string) *localFile {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.dirs[dir][name]
 }
 
 // special is the special node of folder dir named name, nil for none.
-func (l *localFiles) special(dir cache.DirKey, name string) *localFile {
+func (l *localFiles) special(dir place.DirKey, name string) *localFile {
 	if f := l.get(dir, name); f != nil && f.special() {
 		return f
 	}
@@ -86,9 +87,9 @@ func (l *localFiles) special(dir cache.DirKey, name string) *localFile {
 }
 
 // putLocked files f under dir and name, numbering it.
-func (l *localFiles) putLocked(dir cache.DirKey, name string, f *localFile) {
+func (l *localFiles) putLocked(dir place.DirKey, name string, f *localFile) {
 	if l.dirs == nil {
-		l.dirs = map[cache.DirKey]map[string]*localFile{}
+		l.dirs = map[place.DirKey]map[string]*localFile{}
 	}
 	if l.dirs[dir] == nil {
 		l.dirs[dir] = map[string]*localFile{}
@@ -100,7 +101,7 @@ func (l *localFiles) putLocked(dir cache.DirKey, name string, f *localFile) {
 
 // create returns the desktop file, made empty when it exists (a with a new
 // one's attributes).
-func (l *localFiles) create(dir cache.DirKey, name string, a localAttr) *localFile {
+func (l *localFiles) create(dir place.DirKey, name string, a localAttr) *localFile {
 	l.mu.Lock()
 	f := l.dirs[dir][name]
 	if f == nil {
@@ -116,7 +117,7 @@ func (l *localFiles) create(dir cache.DirKey, name string, a localAttr) *localFi
 
 // make files a new entry of type typ and attributes a; nil when the name
 // holds one.
-func (l *localFiles) make(dir cache.DirKey, name string, typ uint32, a localAttr) *localFile {
+func (l *localFiles) make(dir place.DirKey, name string, typ uint32, a localAttr) *localFile {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.dirs[dir][name] != nil {
@@ -128,7 +129,7 @@ func (l *localFiles) make(dir cache.DirKey, name string, typ uint32, a localAttr
 }
 
 // remove takes the entry away, nil for none.
-func (l *localFiles) remove(dir cache.DirKey, name string) *localFile {
+func (l *localFiles) remove(dir place.DirKey, name string) *localFile {
 	l.mu.Lock()
 	f := l.dirs[dir][name]
 	delete(l.dirs[dir], name)
@@ -148,7 +149,7 @@ func (f *localFile) gone(l *localFiles) {
 }
 
 // rename moves an entry, with its inode number; one at the new name goes.
-func (l *localFiles) rename(dir cache.DirKey, name string, to cache.DirKey, newName string) {
+func (l *localFiles) rename(dir place.DirKey, name string, to place.DirKey, newName string) {
 	l.mu.Lock()
 	f := l.dirs[dir][name]
 	if f == nil {
@@ -171,7 +172,7 @@ func (l *localFiles) rename(dir cache.DirKey, name string, to cache.DirKey, newN
 }
 
 // entries are the local entries of a folder, as readdir lists them.
-func (l *localFiles) entries(dir cache.DirKey) []fuse.DirEntry {
+func (l *localFiles) entries(dir place.DirKey) []fuse.DirEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]fuse.DirEntry, 0, len(l.dirs[dir]))
@@ -183,7 +184,7 @@ func (l *localFiles) entries(dir cache.DirKey) []fuse.DirEntry {
 
 // hasSpecial reports whether folder dir holds a special node (rmdir's
 // ENOTEMPTY; desktop files do not count).
-func (l *localFiles) hasSpecial(dir cache.DirKey) bool {
+func (l *localFiles) hasSpecial(dir place.DirKey) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, f := range l.dirs[dir] {
@@ -195,7 +196,7 @@ func (l *localFiles) hasSpecial(dir cache.DirKey) bool {
 }
 
 // dropDir forgets a removed folder's local entries.
-func (l *localFiles) dropDir(dir cache.DirKey) {
+func (l *localFiles) dropDir(dir place.DirKey) {
 	l.mu.Lock()
 	files := l.dirs[dir]
 	delete(l.dirs, dir)
@@ -207,7 +208,7 @@ func (l *localFiles) dropDir(dir cache.DirKey) {
 
 // moveDir gives folder from's local entries to folder to, a folder made for
 // it by a rename (rename_folder.go, rename_tree.go).
-func (l *localFiles) moveDir(from, to cache.DirKey) {
+func (l *localFiles) moveDir(from, to place.DirKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	files := l.dirs[from]

@@ -16,7 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // probeName reports whether name is one that desktops and platforms look up
@@ -229,7 +229,7 @@ func deviceName(name string) string {
 // as the new name of a Rename): the errno to answer, 0 if the name may be
 // made. A refusal is logged with the path and the reason.
 func (n *dirNode) checkNew(name string) syscall.Errno {
-	errno, why := checkName(name, n.dirKey().Area.Kind == cache.Machine)
+	errno, why := checkName(name, n.dirKey().Area.Kind == place.Machine)
 	if errno == 0 {
 		errno, why = n.linkReserved(name)
 	}

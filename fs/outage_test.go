@@ -20,10 +20,10 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // In a black hole (connections taken, nothing answered), a listing of a
@@ -76,7 +76,7 @@ func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 
 	// The root is listed anew just before the outage; its listing expires
 	// during it.
-	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	if _, err := os.ReadDir(e.Path("shared")); err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // passthrough is the mount's passthrough state.
@@ -271,7 +271,7 @@ func (f *FS) ptOff(why string) {
 // file). A writer never starts passthrough: a mapping of a file open so
 // holds the local file, not the mount's, so its writes after the close
 // would reach the daemon never. On failure the writer is closed.
-func (n *fileNode) stagedWriter(ctx context.Context, st *cache.Staged) (gofs.FileHandle, syscall.Errno) {
+func (n *fileNode) stagedWriter(ctx context.Context, st *writeback.Staged) (gofs.FileHandle, syscall.Errno) {
 	pt, errno := n.beginOpen(ctx, st.File(), false)
 	if errno != 0 {
 		st.CloseWriter()

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // A read-only map reads a service file's content; a shared writable map's
@@ -373,7 +373,7 @@ func TestMkdirOfANameAnotherDeskMade(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d folders named d on the service, want 1", n)
 	}
-	b.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	b.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	time.Sleep(1100 * time.Millisecond)
 	if got := readFile(t, b.Path("shared", "d", "a's")); got != "a" {
 		t.Errorf("B reads d/a's %q", got)
@@ -449,7 +449,7 @@ func TestInodeNumbersFollowTheServiceID(t *testing.T) {
 		t.Errorf("after a remount inode %d, was %d", again, first)
 	}
 	a.apiReplace("f", "v2")
-	a.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	a.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	// The folder is listed again and the kernel told, in the background.
 	testkit.WaitFor(t, 5*time.Second, "the replacement to read", func() bool {
 		b, err := os.ReadFile(a.Path("shared", "f"))

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // renameat2 calls renameat2(2) with flags (unix.RENAME_NOREPLACE,
@@ -234,7 +234,7 @@ func TestCloseStagesFsyncUploads(t *testing.T) {
 	if err := os.WriteFile(e.Path("shared", "f"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st := e.Store.Staging.Lookup(cache.Target{Area: cache.Area{Kind: cache.Shared}, Name: "f"})
+	st := e.Store.Staging.Lookup(place.Target{Area: place.Area{Kind: place.Shared}, Name: "f"})
 	if st == nil {
 		t.Fatal("after close the file is not staged")
 	}

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs/fstest"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // uploadRace holds the completion of uploads until release, and releases
@@ -171,7 +171,7 @@ func (u *uploadRace) waitHeld() {
 // function in (e.g. "fs.(*dirNode).Rename("), the folder dropped from the
 // cache so that it is read from the service.
 func (u *uploadRace) releaseAtListing(parent int64, in string) {
-	u.e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: parent})
+	u.e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}, ID: parent})
 	u.mu.Lock()
 	u.parent, u.in = parent, in
 	u.mu.Unlock()
@@ -300,7 +300,7 @@ func TestUploadedFileKeepsItsSizeWithoutListing(t *testing.T) {
 	if err := os.Truncate(p, 5000); err != nil {
 		t.Fatal(err)
 	}
-	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}, ID: d})
+	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}, ID: d})
 	drain := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

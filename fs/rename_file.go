@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // move renames what r names: a folder, a pending file (st) or a file on the
 // service. bctx bounds the waits for answers; ctx the copies of content,
 // bounded block by block.
-func (r *renaming) move(ctx, bctx context.Context, st *cache.Staged) syscall.Errno {
+func (r *renaming) move(ctx, bctx context.Context, st *writeback.Staged) syscall.Errno {
 	if r.onService && r.old.IsDir() {
 		return r.folder(ctx, bctx)
 	}
@@ -44,8 +45,8 @@ type renaming struct {
 }
 
 // from and to are the service names moved: a link's are its link file's.
-func (r *renaming) from() cache.Target { return r.src.target(r.name + r.suffix()) }
-func (r *renaming) to() cache.Target   { return r.dst.target(r.newName + r.suffix()) }
+func (r *renaming) from() place.Target { return r.src.target(r.name + r.suffix()) }
+func (r *renaming) to() place.Target   { return r.dst.target(r.newName + r.suffix()) }
 
 func (r *renaming) suffix() string {
 	if r.link {
@@ -56,7 +57,7 @@ func (r *renaming) suffix() string {
 
 // acquire holds the pending file shown at the name renamed, if any: the file
 // of that name, else the link (r.link set).
-func (r *renaming) acquire() *cache.Staged {
+func (r *renaming) acquire() *writeback.Staged {
 	staging := r.src.fsys.store.Staging
 	if st := r.src.staged(r.name); st != nil {
 		r.link = r.src.fsys.isLinkStaged(st)
@@ -69,7 +70,7 @@ func (r *renaming) acquire() *cache.Staged {
 }
 
 // pending renames a pending file: its staging copy takes the new name.
-func (r *renaming) pending(ctx context.Context, st *cache.Staged) syscall.Errno {
+func (r *renaming) pending(ctx context.Context, st *writeback.Staged) syscall.Errno {
 	fsys := r.src.fsys
 	replaces := r.dst.replacedBy(ctx, r.newName, r.link)
 	if err := fsys.store.Move(st, r.to(), replaces, r.dst.Path(nil)+"/"+r.newName); err != nil {
@@ -123,7 +124,7 @@ func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 // retargetChild points the inode the kernel is moving (go-fuse moves it after
 // Rename returns) at its new folder, name and staging copy, so an open right
 // after the rename writes to the new name.
-func (n *dirNode) retargetChild(name string, dst *dirNode, newName string, st *cache.Staged) {
+func (n *dirNode) retargetChild(name string, dst *dirNode, newName string, st *writeback.Staged) {
 	ch := n.GetChild(name)
 	if ch == nil {
 		return

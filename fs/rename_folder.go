@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // folder renames r.old, a folder: one empty here and on the service is made
@@ -21,7 +21,7 @@ import (
 func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	fsys := r.src.fsys
 	src, dst := r.src.dirKey(), r.dst.dirKey()
-	key := cache.DirKey{Area: src.Area, ID: r.old.ID}
+	key := place.DirKey{Area: src.Area, ID: r.old.ID}
 	if src.Area != dst.Area {
 		return syscall.EXDEV
 	}
@@ -55,7 +55,7 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 		// The service deleted it, and its answer was lost: the rename is done.
 		fsys.log.WithError(err).WithField("path", r.src.Path(nil)+"/"+r.name).Info("fs: the old folder of a folder rename is gone though its delete failed; the rename stands")
 	}
-	newKey := cache.DirKey{Area: dst.Area, ID: made.ID}
+	newKey := place.DirKey{Area: dst.Area, ID: made.ID}
 	fsys.local.moveDir(key, newKey) // its desktop files and special nodes go with it
 	if !set.IsZero() {
 		// Its mode, owner and times go with it.
@@ -101,7 +101,7 @@ func (r *renaming) undoFolder(ctx context.Context, made api.File, ours map[int64
 	fsys, dst := r.src.fsys, r.dst.dirKey()
 	log := fsys.log.WithField("path", r.dst.Path(nil)+"/"+r.newName)
 	for id := range ours {
-		key := cache.DirKey{Area: dst.Area, ID: id}
+		key := place.DirKey{Area: dst.Area, ID: id}
 		fsys.store.Dirs.Drop(key)
 		l, err := fsys.store.Dirs.List(ctx, key)
 		if err != nil {
@@ -135,7 +135,7 @@ func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 	if !f.IsDir() {
 		return syscall.ENOTDIR
 	}
-	key := cache.DirKey{Area: dst.Area, ID: f.ID}
+	key := place.DirKey{Area: dst.Area, ID: f.ID}
 	if fsys.local.hasSpecial(key) {
 		return syscall.ENOTEMPTY
 	}
@@ -154,7 +154,7 @@ func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 // emptyForRename checks, with a fresh listing, that folder key holds
 // nothing on the service nor pending here (the local entries aside: a
 // folder renamed takes them along): EXDEV when it holds something.
-func (n *dirNode) emptyForRename(ctx context.Context, key cache.DirKey) syscall.Errno {
+func (n *dirNode) emptyForRename(ctx context.Context, key place.DirKey) syscall.Errno {
 	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 {
 		return syscall.EXDEV
 	}

@@ -21,6 +21,8 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // maxTreeFiles is the most files a folder rename moves; more is EXDEV.
@@ -31,26 +33,26 @@ const maxTreeFiles = 10000
 type treePlan struct {
 	folders []treeFolder
 	files   []treeFile
-	held    []*cache.Staged // pending files held as readers until the end
-	fetch   int64           // bytes not in the cache
+	held    []*writeback.Staged // pending files held as readers until the end
+	fetch   int64               // bytes not in the cache
 }
 
 type treeFolder struct {
-	old    cache.DirKey
+	old    place.DirKey
 	parent int64 // the old id of its parent folder
 	name   string
 	mtime  time.Time // its time as listed
 }
 
 type treeFile struct {
-	parent  cache.DirKey // its old folder
+	parent  place.DirKey // its old folder
 	file    api.File     // the service file (ID 0: none)
-	pending *cache.Staged
+	pending *writeback.Staged
 }
 
 // planTree walks folder key: its subfolders, files and pending files, the
 // pending ones held. EXDEV past the limits.
-func (r *renaming) planTree(ctx context.Context, key cache.DirKey) (*treePlan, syscall.Errno) {
+func (r *renaming) planTree(ctx context.Context, key place.DirKey) (*treePlan, syscall.Errno) {
 	p := &treePlan{}
 	if errno := r.walkTree(ctx, p, key); errno != 0 {
 		p.release()
@@ -65,10 +67,10 @@ func (r *renaming) planTree(ctx context.Context, key cache.DirKey) (*treePlan, s
 	return p, 0
 }
 
-func (r *renaming) walkTree(ctx context.Context, p *treePlan, key cache.DirKey) syscall.Errno {
+func (r *renaming) walkTree(ctx context.Context, p *treePlan, key place.DirKey) syscall.Errno {
 	fsys := r.src.fsys
 	// The staging first, then the listing, as Rename does.
-	pending := map[string]*cache.Staged{}
+	pending := map[string]*writeback.Staged{}
 	for _, st := range fsys.store.Staging.Pending(key.Area, key.ID) {
 		if h := fsys.store.Staging.Acquire(st.Target(), false); h != nil {
 			p.held = append(p.held, h)
@@ -82,8 +84,8 @@ func (r *renaming) walkTree(ctx context.Context, p *treePlan, key cache.DirKey) 
 	}
 	for _, f := range l.Files {
 		if f.IsDir() {
-			p.folders = append(p.folders, treeFolder{old: cache.DirKey{Area: key.Area, ID: f.ID}, parent: key.ID, name: f.Name, mtime: f.LastModified})
-			if errno := r.walkTree(ctx, p, cache.DirKey{Area: key.Area, ID: f.ID}); errno != 0 {
+			p.folders = append(p.folders, treeFolder{old: place.DirKey{Area: key.Area, ID: f.ID}, parent: key.ID, name: f.Name, mtime: f.LastModified})
+			if errno := r.walkTree(ctx, p, place.DirKey{Area: key.Area, ID: f.ID}); errno != 0 {
 				return errno
 			}
 			continue
@@ -115,7 +117,7 @@ func (p *treePlan) release() {
 func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File) syscall.Errno {
 	fsys := r.src.fsys
 	dst := r.dst.dirKey()
-	newKeys := map[int64]cache.DirKey{r.old.ID: {Area: dst.Area, ID: made.ID}}
+	newKeys := map[int64]place.DirKey{r.old.ID: {Area: dst.Area, ID: made.ID}}
 	undo := func() {
 		ours := map[int64]bool{made.ID: true}
 		for _, k := range newKeys {
@@ -131,7 +133,7 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 			undo()
 			return fsys.errno(ctx, "making folder "+f.name+" of a folder renamed", err)
 		}
-		newKeys[f.old.ID] = cache.DirKey{Area: dst.Area, ID: d.ID}
+		newKeys[f.old.ID] = place.DirKey{Area: dst.Area, ID: d.ID}
 	}
 	copies, errno := r.copyFiles(copyCtx, p, newKeys)
 	if errno != 0 {
@@ -143,7 +145,7 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 		paths[f.old.ID] = paths[f.parent] + "/" + f.name
 	}
 	moved := r.commitTree(p, newKeys, paths, copies)
-	for _, f := range append(p.folders, treeFolder{old: cache.DirKey{Area: dst.Area, ID: r.old.ID}, mtime: r.old.LastModified}) {
+	for _, f := range append(p.folders, treeFolder{old: place.DirKey{Area: dst.Area, ID: r.old.ID}, mtime: r.old.LastModified}) {
 		// Each folder keeps its mode, owner and time, as on a disk.
 		set := fsys.store.Attrs.Dir(f.old)
 		if set.MTime == nil {
@@ -163,15 +165,15 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 
 // copyFiles stages a copy of every service file not pending at its new
 // place; on a failure none is left.
-func (r *renaming) copyFiles(ctx context.Context, p *treePlan, newKeys map[int64]cache.DirKey) (map[*treeFile]*cache.Staged, syscall.Errno) {
+func (r *renaming) copyFiles(ctx context.Context, p *treePlan, newKeys map[int64]place.DirKey) (map[*treeFile]*writeback.Staged, syscall.Errno) {
 	fsys := r.src.fsys
-	copies := map[*treeFile]*cache.Staged{}
+	copies := map[*treeFile]*writeback.Staged{}
 	for i := range p.files {
 		f := &p.files[i]
 		if f.pending != nil {
 			continue
 		}
-		to := cache.Target{Area: newKeys[f.parent.ID].Area, ParentID: newKeys[f.parent.ID].ID, Name: f.file.Name}
+		to := place.Target{Area: newKeys[f.parent.ID].Area, ParentID: newKeys[f.parent.ID].ID, Name: f.file.Name}
 		st, err := fsys.store.StageCopy(ctx, to, f.file, 0)
 		if err != nil {
 			for _, c := range copies {
@@ -188,7 +190,7 @@ func (r *renaming) copyFiles(ctx context.Context, p *treePlan, newKeys map[int64
 
 // commitTree makes the copies and the pending files moved the successors of
 // the old files, and returns the ids of the old files they delete.
-func (r *renaming) commitTree(p *treePlan, newKeys map[int64]cache.DirKey, paths map[int64]string, copies map[*treeFile]*cache.Staged) []int64 {
+func (r *renaming) commitTree(p *treePlan, newKeys map[int64]place.DirKey, paths map[int64]string, copies map[*treeFile]*writeback.Staged) []int64 {
 	fsys := r.src.fsys
 	defer p.release()
 	var moved []int64
@@ -198,7 +200,7 @@ func (r *renaming) commitTree(p *treePlan, newKeys map[int64]cache.DirKey, paths
 		st := copies[f]
 		if st == nil {
 			st = f.pending
-			to := cache.Target{Area: nk.Area, ParentID: nk.ID, Name: st.Target().Name}
+			to := place.Target{Area: nk.Area, ParentID: nk.ID, Name: st.Target().Name}
 			if err := fsys.store.Move(st, to, 0, paths[f.parent.ID]+"/"+to.Name); err != nil {
 				fsys.log.WithError(err).WithField("name", st.Target().Name).Warn("fs: a pending file of a folder renamed stays at its old place")
 				continue
@@ -220,10 +222,10 @@ func (r *renaming) commitTree(p *treePlan, newKeys map[int64]cache.DirKey, paths
 
 // retargetTree points the nodes the kernel knows under the folder moved at
 // the new folders and staging copies.
-func (r *renaming) retargetTree(newKeys map[int64]cache.DirKey, copies map[*treeFile]*cache.Staged) {
-	byPlace := map[cache.Target]*cache.Staged{}
+func (r *renaming) retargetTree(newKeys map[int64]place.DirKey, copies map[*treeFile]*writeback.Staged) {
+	byPlace := map[place.Target]*writeback.Staged{}
 	for f, st := range copies {
-		byPlace[cache.Target{Area: f.parent.Area, ParentID: f.parent.ID, Name: st.Target().Name}] = st
+		byPlace[place.Target{Area: f.parent.Area, ParentID: f.parent.ID, Name: st.Target().Name}] = st
 	}
 	ch := r.src.GetChild(r.name)
 	if ch == nil {
@@ -250,7 +252,7 @@ func (r *renaming) retargetTree(newKeys map[int64]cache.DirKey, copies map[*tree
 				}
 				op.mu.Lock()
 				op.parent = nk
-				if st := byPlace[cache.Target{Area: old.Area, ParentID: old.ID, Name: name}]; st != nil {
+				if st := byPlace[place.Target{Area: old.Area, ParentID: old.ID, Name: name}]; st != nil {
 					op.staged = st
 				}
 				op.mu.Unlock()

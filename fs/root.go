@@ -14,7 +14,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // CtlName is the control tree's folder in the root.
@@ -39,9 +39,9 @@ func (n *rootNode) OnAdd(ctx context.Context) {
 	add := func(name string, ch gofs.InodeEmbedder, ino uint64) {
 		n.AddChild(name, n.NewPersistentInode(ctx, ch, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), false)
 	}
-	add("shared", n.fsys.newDirNode(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}, time.Time{}), inoShared)
+	add("shared", n.fsys.newDirNode(place.DirKey{Area: place.Area{Kind: place.Shared}}, time.Time{}), inoShared)
 	add("computers", &computersNode{node: node{fsys: n.fsys}}, inoComputers)
-	add("recordings", n.fsys.newDirNode(cache.DirKey{Area: cache.Area{Kind: cache.Recordings}}, time.Time{}), inoRecordings)
+	add("recordings", n.fsys.newDirNode(place.DirKey{Area: place.Area{Kind: place.Recordings}}, time.Time{}), inoRecordings)
 	if n.ctl != nil {
 		add(CtlName, n.ctl, inoCtl)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // space is an area's quota and use, in bytes.
@@ -22,7 +23,7 @@ type space struct{ size, used int64 }
 
 // areaOf is the storage area a node is in: a folder's or a file's own, the
 // shared storage for the root, computers/ and .ctl.
-func (n *node) areaOf() cache.Area {
+func (n *node) areaOf() place.Area {
 	switch op := n.Operations().(type) {
 	case *dirNode:
 		return op.dirKey().Area
@@ -31,7 +32,7 @@ func (n *node) areaOf() cache.Area {
 		defer op.mu.Unlock()
 		return op.parent.Area
 	}
-	return cache.Area{Kind: cache.Shared}
+	return place.Area{Kind: place.Shared}
 }
 
 // space returns area's quota and use, kept like listings. The root's own
@@ -39,8 +40,8 @@ func (n *node) areaOf() cache.Area {
 // by its id, which the root's entries give as their parent_id. An empty
 // area (no entry to learn the root's id from) has none known, nor has one
 // whose only entries the mount made itself (their records do not know it).
-func (f *FS) space(ctx context.Context, a cache.Area) (space, error) {
-	top, err := f.store.Dirs.List(ctx, cache.DirKey{Area: a})
+func (f *FS) space(ctx context.Context, a place.Area) (space, error) {
+	top, err := f.store.Dirs.List(ctx, place.DirKey{Area: a})
 	if err != nil {
 		return space{}, err
 	}
@@ -48,7 +49,7 @@ func (f *FS) space(ctx context.Context, a cache.Area) (space, error) {
 	if i < 0 {
 		return space{}, nil
 	}
-	root, err := f.store.Dirs.List(ctx, cache.DirKey{Area: a, ID: top.Files[i].ParentID})
+	root, err := f.store.Dirs.List(ctx, place.DirKey{Area: a, ID: top.Files[i].ParentID})
 	if err != nil {
 		return space{}, err
 	}
@@ -63,7 +64,7 @@ func (f *FS) space(ctx context.Context, a cache.Area) (space, error) {
 // area, a failed request) a large, mostly free disk, so that file managers
 // do not refuse a copy for want of space: the service's quota answers for
 // real. The control tree's nodes answer with the shared storage's.
-func (f *FS) Statfs(ctx context.Context, a cache.Area, out *fuse.StatfsOut) syscall.Errno {
+func (f *FS) Statfs(ctx context.Context, a place.Area, out *fuse.StatfsOut) syscall.Errno {
 	const bsize = 4096
 	out.Bsize, out.Frsize, out.NameLen = bsize, bsize, 255
 	out.Files, out.Ffree = 1<<30, 1<<30

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
 )
 
 // A service file unlinked while open for reading stays readable through the
@@ -32,7 +32,7 @@ type openFiles struct {
 }
 
 type unlinkedFile struct {
-	parent cache.DirKey
+	parent place.DirKey
 	file   api.File
 	path   string // for the log
 }

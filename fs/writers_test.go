@@ -19,8 +19,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs/fstest"
+	"github.com/orgfs/orgfs/place"
 )
 
 // twoDesks mounts desk A (the env) and desk B on one emulator.
@@ -275,7 +275,7 @@ func TestOwnUploadKeepsIdentity(t *testing.T) {
 	}
 	before := stat(t, p)
 	e.settle()
-	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}}) // the next lookup lists the service
+	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}}) // the next lookup lists the service
 	time.Sleep(1100 * time.Millisecond)                                   // past the kernel's attribute time
 	after := stat(t, p)
 	if after.Ino != before.Ino || !after.Mtim.Equal(before.Mtim) || after.Size != before.Size {
@@ -293,7 +293,7 @@ func TestOwnUploadKeepsIdentity(t *testing.T) {
 	f.Close()
 	edited := stat(t, p)
 	e.settle()
-	e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	time.Sleep(1100 * time.Millisecond)
 	last := stat(t, p)
 	if last.Ino != before.Ino || !last.Mtim.Equal(edited.Mtim) || last.Size != int64(len("built again")) {
@@ -402,7 +402,7 @@ func TestMakeAcrossUploads(t *testing.T) {
 	}
 	relist := func() {
 		e.settle()
-		e.Store.Dirs.Drop(cache.DirKey{Area: cache.Area{Kind: cache.Shared}})
+		e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 		time.Sleep(1100 * time.Millisecond) // past the kernel's attribute time
 	}
 	if code := makeExit(); code != 0 {

@@ -21,8 +21,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/orgfs/orgfs/api"
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs"
+	"github.com/orgfs/orgfs/place"
 )
 
 // node is embedded in every node of the control tree: its go-fuse inode,
@@ -38,7 +38,7 @@ var _ = (gofs.NodeStatfser)((*node)(nil))
 // Statfs answers as the mount's root does: with the shared storage's quota
 // and use.
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	return n.t.mount.Statfs(ctx, cache.Area{Kind: cache.Shared}, out)
+	return n.t.mount.Statfs(ctx, place.Area{Kind: place.Shared}, out)
 }
 
 // fileEntry is a file of the control folder dir.

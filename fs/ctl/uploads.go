@@ -14,7 +14,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/place"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // uploadsRead is .ctl/uploads: one line per staged file.
@@ -59,8 +60,8 @@ func (t *Tree) conflictsRead(context.Context) ([]byte, error) {
 }
 
 // conflictsJSON is .ctl/conflicts.json: the conflicts for programs.
-func (t *Tree) conflictsJSON(context.Context) ([]cache.Conflict, error) {
-	out := []cache.Conflict{}
+func (t *Tree) conflictsJSON(context.Context) ([]writeback.Conflict, error) {
+	out := []writeback.Conflict{}
 	if t.store.Staging != nil {
 		cs, _ := t.store.Staging.Conflicts()
 		out = append(out, cs...)
@@ -119,7 +120,7 @@ func (t *Tree) uploadsAction() *action {
 				if err != nil {
 					return nil, refuse(syscall.ENOENT, "%v (only a failed upload can be discarded; see .ctl/uploads)", err)
 				}
-				t.store.Dirs.Drop(cache.DirKey{Area: target.Area, ID: target.ParentID})
+				t.store.Dirs.Drop(place.DirKey{Area: target.Area, ID: target.ParentID})
 				t.forgetPath(path)
 				return nil, nil
 			}}, nil

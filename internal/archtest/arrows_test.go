@@ -26,27 +26,37 @@ type arrow struct {
 	exact     bool
 }
 
-// The layers, from the bottom: api talks to the service; cache keeps its
-// answers and knows nothing of FUSE or the kernel; fs is the FUSE tree and
+// The layers, from the bottom: api talks to the service; place names where
+// things are on it; writeback, the write side, uploads what the mount wrote
+// and knows nothing of the read side; cache keeps the service's answers and
+// drives the write side through its Store, and neither knows anything of
+// FUSE or the kernel; fs is the FUSE tree and
 // reaches the service only through api and cache (the rules of fs hold for
 // the packages below it: fs/ctl, the control tree, and fs/fstest). The data
 // tree, fs itself, knows nothing of the control tree: the command hands
 // .ctl's root to fs.Mount.
 var arrows = []arrow{
 	{from: "api", forbidden: []string{"cache", "fs", "github.com/hanwen/go-fuse"}},
+	{from: "place", forbidden: []string{"api", "cache", "writeback", "fs"}},
+	{from: "writeback", forbidden: []string{"cache", "fs", "github.com/hanwen/go-fuse"}},
 	{from: "cache", forbidden: []string{"fs", "github.com/hanwen/go-fuse"}},
-	// os and golang.org/x/sys import syscall themselves: only cache's own
-	// imports are held to it, and to x/sys/unix (syscall by another name).
+	// os and golang.org/x/sys import syscall themselves: only cache's and
+	// writeback's own imports are held to it, and to x/sys/unix (syscall by
+	// another name).
 	{from: "cache", forbidden: []string{"syscall", "golang.org/x/sys/unix"}, direct: true},
+	{from: "writeback", forbidden: []string{"syscall", "golang.org/x/sys/unix"}, direct: true},
 	{from: "fs", forbidden: []string{"net/http"}, direct: true},
 	{from: "fs", forbidden: []string{"fs/ctl"}, exact: true},
 }
+
+// layers are the module's top folders the arrows name by their short path.
+var layers = []string{"api", "place", "writeback", "cache", "fs"}
 
 func TestDependencyArrows(t *testing.T) {
 	mod, root := module(t)
 	graph := importGraph(t, root, mod)
 	full := func(p string) string {
-		if top, _, _ := strings.Cut(p, "/"); top == "cache" || top == "fs" || top == "api" {
+		if top, _, _ := strings.Cut(p, "/"); slices.Contains(layers, top) {
 			return mod + "/" + p
 		}
 		return p

@@ -28,6 +28,7 @@ import (
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/logging"
 	"github.com/orgfs/orgfs/internal/units"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 // mountOptions are the flags of "orgfs mount".
@@ -402,7 +403,7 @@ func openStores(client *api.Client, cacheDir string, o mountOptions, log logrus.
 // left (failed, or the time ran out) stay staged: the mount then ends with
 // ExitUploadsLeft and says where they are and how they resume. A demo's are
 // discarded with its organization, on purpose, and it says so.
-func drainUploads(staging *cache.Staging, o mountOptions, log logrus.FieldLogger) error {
+func drainUploads(staging *writeback.Staging, o mountOptions, log logrus.FieldLogger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
 	defer cancel()
 	if st := staging.Stats(); st.Pending+st.Uploading > 0 {
@@ -479,7 +480,7 @@ func serve(server *fuse.Server, dir string, st *cache.Store, tree *ctl.Tree, sig
 
 // logUploadQueue answers SIGUSR1 (as .ctl/uploads shows the queue and takes
 // retry): it logs every file in it and retries the failed ones.
-func logUploadQueue(staging *cache.Staging, log logrus.FieldLogger) {
+func logUploadQueue(staging *writeback.Staging, log logrus.FieldLogger) {
 	if staging == nil {
 		return
 	}

@@ -20,9 +20,9 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs/ctl"
 	"github.com/orgfs/orgfs/internal/units"
+	"github.com/orgfs/orgfs/writeback"
 )
 
 const statusSynopsis = ` [MOUNTPOINT]
@@ -35,9 +35,9 @@ MOUNTPOINT, the only orgfs mount there is.`
 
 // status is what orgfs status shows: the stats and the queue.
 type status struct {
-	Stats     ctl.Stats        `json:"stats"`
-	Uploads   []ctl.Upload     `json:"uploads"`
-	Conflicts []cache.Conflict `json:"conflicts"`
+	Stats     ctl.Stats            `json:"stats"`
+	Uploads   []ctl.Upload         `json:"uploads"`
+	Conflicts []writeback.Conflict `json:"conflicts"`
 }
 
 func readStatus(mnt string) (status, error) {

@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 // Many writers: before an upload replaces a service file, the staging checks
 // that the name still holds the version the local change started from. When
@@ -29,6 +29,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/place"
 )
 
 // maxConflicts is how many conflicts Conflicts keeps (the latest).
@@ -85,13 +86,13 @@ func ConflictName(name string, when time.Time, desk string, try int) string {
 // may reach below the folder (the emulator's does), so a match must name the
 // folder as its parent; an area's root, whose id the mount does not know, is
 // listed whole instead.
-func (s *Staging) currentAt(ctx context.Context, t Target) (api.File, bool, error) {
+func (s *Staging) currentAt(ctx context.Context, t place.Target) (api.File, bool, error) {
 	req := api.ListFilesRequest{ParentID: t.ParentID, Query: t.Name}
 	if t.ParentID == 0 {
 		req.Query = ""
 	}
 	var l *api.FileList
-	if t.Area.Kind == Machine {
+	if t.Area.Kind == place.Machine {
 		l = s.client.MachineFiles(ctx, t.Area.MachineID, req)
 	} else {
 		l = s.client.SharedFiles(ctx, req)

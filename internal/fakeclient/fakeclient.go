@@ -1,4 +1,6 @@
-package cache
+// Package fakeclient is an in-memory fake of the service's client, for the
+// tests of cache and writeback where HTTP adds nothing.
+package fakeclient
 
 import (
 	"archive/zip"
@@ -8,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
+	"mime"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,9 +23,10 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
-// fakeClient is an in-memory Client, for the tests where HTTP adds nothing:
+// Client is an in-memory stand-in for *api.Client, for the tests where HTTP adds nothing:
 // files and folders in a map, ids counted up, uploads stored, and, per
 // method, errors to return and holds to wait on.
 //
@@ -28,12 +34,12 @@ import (
 // *api.FileList, which only an *api.Client can make: they go through a
 // client whose transport answers from the map, in memory (no socket, no
 // emulator, one attempt per call).
-type fakeClient struct {
+type Client struct {
 	lister *api.Client // the listings' client
 
 	mu     sync.Mutex
 	nextID int64                    // guarded by mu
-	files  map[int64]*fakeFile      // guarded by mu
+	files  map[int64]*file          // guarded by mu
 	seats  []api.Seat               // guarded by mu
 	jobs   map[int64][]int64        // guarded by mu; bundle jobs: the files of each
 	errs   map[string][]error       // guarded by mu; by method: what its next calls return
@@ -54,23 +60,22 @@ type fakeClient struct {
 	downloads []api.DownloadToRequest // guarded by mu; the DownloadTo calls' requests
 }
 
-// fakeFile is one file or folder of the fake service.
-type fakeFile struct {
-	area Area
+// file is one file or folder of the fake service.
+type file struct {
+	area place.Area
 	file api.File
 	data []byte
 }
 
-var _ Client = (*fakeClient)(nil)
-
-func newFake(t testing.TB) *fakeClient {
+// New makes an empty fake service.
+func New(t testing.TB) *Client {
 	t.Helper()
-	c := &fakeClient{
-		nextID: 1000, files: map[int64]*fakeFile{}, jobs: map[int64][]int64{},
+	c := &Client{
+		nextID: 1000, files: map[int64]*file{}, jobs: map[int64][]int64{},
 		errs: map[string][]error{}, gates: map[string]chan struct{}{}, answerGates: map[string]chan struct{}{}, calls: map[string]int{},
 	}
 	lister, err := api.New(api.Credentials{Endpoint: "http://fake.invalid", Key: "fake", Secret: "fake"},
-		api.Options{Transport: fakeTransport{c}, Logger: testkit.Log(t), MaxAttempts: 1})
+		api.Options{Transport: transport{c}, Logger: testkit.Log(t), MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,42 +83,42 @@ func newFake(t testing.TB) *fakeClient {
 	return c
 }
 
-// put stores a file with data in folder parent of area, and returns it.
-func (c *fakeClient) put(area Area, parent int64, name string, data []byte) api.File {
+// Put stores a file with data in folder parent of area, and returns it.
+func (c *Client) Put(area place.Area, parent int64, name string, data []byte) api.File {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.putLocked(area, parent, name, slices.Clone(data))
 }
 
-func (c *fakeClient) putLocked(area Area, parent int64, name string, data []byte) api.File {
+func (c *Client) putLocked(area place.Area, parent int64, name string, data []byte) api.File {
 	c.nextID++
 	return c.putIDLocked(c.nextID, area, parent, name, data)
 }
 
-// onCompleted sets (or clears: nil) the hook called once an upload is on
+// OnCompleted sets (or clears: nil) the hook called once an upload is on
 // the service, before its answer.
-func (c *fakeClient) onCompleted(f func(id int64)) {
+func (c *Client) OnCompleted(f func(id int64)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.completed = f
 }
 
 // putIDLocked is putLocked with the id given (taken from nextID before).
-func (c *fakeClient) putIDLocked(id int64, area Area, parent int64, name string, data []byte) api.File {
+func (c *Client) putIDLocked(id int64, area place.Area, parent int64, name string, data []byte) api.File {
 	f := api.File{
 		ID: id, Name: name, Size: int64(len(data)), ObjectType: api.ObjectFile, ParentID: parent,
 		LastModified: time.Now().UTC().Truncate(time.Second),
 		Details:      &api.FileDetails{Type: "file", ContentType: contentType(name), Status: api.FileStatusUploadCompleted},
 	}
-	if area.Kind == Machine {
+	if area.Kind == place.Machine {
 		f.Details.MachineID = api.Int64(area.MachineID)
 	}
-	c.files[f.ID] = &fakeFile{area: area, file: f, data: data}
+	c.files[f.ID] = &file{area: area, file: f, data: data}
 	return f
 }
 
-// mkdir makes a folder in folder parent of area, and returns it.
-func (c *fakeClient) mkdir(area Area, parent int64, name string) api.File {
+// Mkdir makes a folder in folder parent of area, and returns it.
+func (c *Client) Mkdir(area place.Area, parent int64, name string) api.File {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := c.putLocked(area, parent, name, nil)
@@ -122,34 +127,34 @@ func (c *fakeClient) mkdir(area Area, parent int64, name string) api.File {
 	return f
 }
 
-// setSeats sets the organization's computers.
-func (c *fakeClient) setSeats(seats ...api.Seat) {
+// SetSeats sets the organization's computers.
+func (c *Client) SetSeats(seats ...api.Seat) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seats = seats
 }
 
-// failNext makes the next calls of method return errs, one each.
-func (c *fakeClient) failNext(method string, errs ...error) {
+// FailNext makes the next calls of method return errs, one each.
+func (c *Client) FailNext(method string, errs ...error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.errs[method] = append(c.errs[method], errs...)
 }
 
-// hold makes the calls of method wait (until their context ends) until
+// Hold makes the calls of method wait (until their context ends) until
 // release is called.
-func (c *fakeClient) hold(method string) (release func()) { return c.gate(c.gates, method) }
+func (c *Client) Hold(method string) (release func()) { return c.gate(c.gates, method) }
 
-// holdAnswer makes the listings of method read the files at once and wait
+// HoldAnswer makes the listings of method read the files at once and wait
 // to answer (until their context ends) until release is called: a listing
 // that the service made before a change and that arrives after it.
-func (c *fakeClient) holdAnswer(method string) (release func()) {
+func (c *Client) HoldAnswer(method string) (release func()) {
 	return c.gate(c.answerGates, method)
 }
 
 // gate puts a closed-on-release channel in gates (one of c's, guarded by
 // c.mu) for method.
-func (c *fakeClient) gate(gates map[string]chan struct{}, method string) (release func()) {
+func (c *Client) gate(gates map[string]chan struct{}, method string) (release func()) {
 	ch := make(chan struct{})
 	c.mu.Lock()
 	gates[method] = ch
@@ -165,8 +170,8 @@ func (c *fakeClient) gate(gates map[string]chan struct{}, method string) (releas
 	}
 }
 
-// count is the number of calls of method so far.
-func (c *fakeClient) count(method string) int {
+// Count is the number of calls of method so far.
+func (c *Client) Count(method string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.calls[method]
@@ -174,7 +179,7 @@ func (c *fakeClient) count(method string) int {
 
 // call counts a call of method, waits while it is held, and returns the
 // error injected for it, if any.
-func (c *fakeClient) call(ctx context.Context, method string) error {
+func (c *Client) call(ctx context.Context, method string) error {
 	c.mu.Lock()
 	c.calls[method]++
 	gate := c.gates[method]
@@ -197,7 +202,7 @@ func (c *fakeClient) call(ctx context.Context, method string) error {
 }
 
 // childrenLocked are the entries of folder parent of area, by id.
-func (c *fakeClient) childrenLocked(area Area, parent int64) []api.File {
+func (c *Client) childrenLocked(area place.Area, parent int64) []api.File {
 	var out []api.File
 	for _, f := range c.files {
 		if f.area == area && f.file.ParentID == parent {
@@ -212,19 +217,19 @@ func notFound(op string, id int64) error {
 	return &api.Error{Op: op, HTTPStatus: 200, Code: api.CodeNotFound, Message: fmt.Sprintf("no file %d", id)}
 }
 
-func (c *fakeClient) SharedFiles(ctx context.Context, req api.ListFilesRequest) *api.FileList {
+func (c *Client) SharedFiles(ctx context.Context, req api.ListFilesRequest) *api.FileList {
 	return c.lister.SharedFiles(ctx, req)
 }
 
-func (c *fakeClient) MachineFiles(ctx context.Context, machineID int64, req api.ListFilesRequest) *api.FileList {
+func (c *Client) MachineFiles(ctx context.Context, machineID int64, req api.ListFilesRequest) *api.FileList {
 	return c.lister.MachineFiles(ctx, machineID, req)
 }
 
-func (c *fakeClient) Recordings(ctx context.Context, req api.ListFilesRequest) *api.FileList {
+func (c *Client) Recordings(ctx context.Context, req api.ListFilesRequest) *api.FileList {
 	return c.lister.Recordings(ctx, req)
 }
 
-func (c *fakeClient) Seats(ctx context.Context, query string) iter.Seq2[api.Seat, error] {
+func (c *Client) Seats(ctx context.Context, query string) iter.Seq2[api.Seat, error] {
 	return func(yield func(api.Seat, error) bool) {
 		if err := c.call(ctx, "Seats"); err != nil {
 			yield(api.Seat{}, err)
@@ -241,7 +246,7 @@ func (c *fakeClient) Seats(ctx context.Context, query string) iter.Seq2[api.Seat
 	}
 }
 
-func (c *fakeClient) FileURL(ctx context.Context, id int64) (*api.DownloadLink, error) {
+func (c *Client) FileURL(ctx context.Context, id int64) (*api.DownloadLink, error) {
 	if err := c.call(ctx, "FileURL"); err != nil {
 		return nil, err
 	}
@@ -254,7 +259,7 @@ func (c *fakeClient) FileURL(ctx context.Context, id int64) (*api.DownloadLink, 
 	return &api.DownloadLink{URL: fmt.Sprintf("fake://file/%d", id), Size: api.Int64(f.file.Size)}, nil
 }
 
-func (c *fakeClient) ReadRange(ctx context.Context, rawURL string, off, n int64) (io.ReadCloser, error) {
+func (c *Client) ReadRange(ctx context.Context, rawURL string, off, n int64) (io.ReadCloser, error) {
 	if err := c.call(ctx, "ReadRange"); err != nil {
 		return nil, err
 	}
@@ -275,7 +280,7 @@ func (c *fakeClient) ReadRange(ctx context.Context, rawURL string, off, n int64)
 	return io.NopCloser(bytes.NewReader(f.data[off:end])), nil // data is never changed once stored
 }
 
-func (c *fakeClient) CreateDownload(ctx context.Context, req api.CreateDownloadRequest) (*api.DownloadLink, error) {
+func (c *Client) CreateDownload(ctx context.Context, req api.CreateDownloadRequest) (*api.DownloadLink, error) {
 	if err := c.call(ctx, "CreateDownload"); err != nil {
 		return nil, err
 	}
@@ -286,7 +291,7 @@ func (c *fakeClient) CreateDownload(ctx context.Context, req api.CreateDownloadR
 	return &api.DownloadLink{DownloadID: c.nextID}, nil
 }
 
-func (c *fakeClient) DownloadStatus(ctx context.Context, id int64, generateURL bool) (*api.DownloadJob, error) {
+func (c *Client) DownloadStatus(ctx context.Context, id int64, generateURL bool) (*api.DownloadJob, error) {
 	if err := c.call(ctx, "DownloadStatus"); err != nil {
 		return nil, err
 	}
@@ -298,7 +303,7 @@ func (c *fakeClient) DownloadStatus(ctx context.Context, id int64, generateURL b
 	return &api.DownloadJob{ID: id, Status: api.DownloadUploaded, DownloadURL: fmt.Sprintf("fake://bundle/%d", id)}, nil
 }
 
-func (c *fakeClient) AbortDownload(ctx context.Context, id int64) error {
+func (c *Client) AbortDownload(ctx context.Context, id int64) error {
 	if err := c.call(ctx, "AbortDownload"); err != nil {
 		return err
 	}
@@ -309,7 +314,7 @@ func (c *fakeClient) AbortDownload(ctx context.Context, id int64) error {
 }
 
 // DownloadTo writes a bundle's ZIP, its files at the top level.
-func (c *fakeClient) DownloadTo(ctx context.Context, req api.DownloadToRequest) (int64, error) {
+func (c *Client) DownloadTo(ctx context.Context, req api.DownloadToRequest) (int64, error) {
 	if err := c.call(ctx, "DownloadTo"); err != nil {
 		return 0, err
 	}
@@ -337,7 +342,7 @@ func (c *fakeClient) DownloadTo(ctx context.Context, req api.DownloadToRequest) 
 
 // Upload stores Body's Size bytes as the file, after a 451 when the name is
 // taken and Overwrite is not set.
-func (c *fakeClient) Upload(ctx context.Context, req api.UploadRequest) (*api.UploadResult, error) {
+func (c *Client) Upload(ctx context.Context, req api.UploadRequest) (*api.UploadResult, error) {
 	if err := c.call(ctx, "Upload"); err != nil {
 		return nil, err
 	}
@@ -348,9 +353,9 @@ func (c *fakeClient) Upload(ctx context.Context, req api.UploadRequest) (*api.Up
 	if n, err := req.Body.ReadAt(data, 0); int64(n) != req.Size {
 		return nil, fmt.Errorf("fake: read %d of %d bytes: %v", n, req.Size, err)
 	}
-	area := Area{Kind: Shared}
+	area := place.Area{Kind: place.Shared}
 	if req.MachineID != 0 {
-		area = Area{Kind: Machine, MachineID: req.MachineID}
+		area = place.Area{Kind: place.Machine, MachineID: req.MachineID}
 	}
 	c.mu.Lock()
 	for _, f := range c.childrenLocked(area, req.ParentID) {
@@ -384,13 +389,13 @@ func (c *fakeClient) Upload(ctx context.Context, req api.UploadRequest) (*api.Up
 	return &api.UploadResult{ID: f.ID, Size: f.Size, Parts: 1, PartSize: f.Size}, nil
 }
 
-func (c *fakeClient) CreateDirectory(ctx context.Context, req api.CreateDirectoryRequest) (*api.CreatedDirectory, error) {
+func (c *Client) CreateDirectory(ctx context.Context, req api.CreateDirectoryRequest) (*api.CreatedDirectory, error) {
 	if err := c.call(ctx, "CreateDirectory"); err != nil {
 		return nil, err
 	}
-	area := Area{Kind: Shared}
+	area := place.Area{Kind: place.Shared}
 	if req.MachineID != 0 {
-		area = Area{Kind: Machine, MachineID: req.MachineID}
+		area = place.Area{Kind: place.Machine, MachineID: req.MachineID}
 	}
 	c.mu.Lock()
 	for _, f := range c.childrenLocked(area, req.ParentID) {
@@ -400,10 +405,10 @@ func (c *fakeClient) CreateDirectory(ctx context.Context, req api.CreateDirector
 		}
 	}
 	c.mu.Unlock()
-	return &api.CreatedDirectory{ID: c.mkdir(area, req.ParentID, req.Name).ID}, nil
+	return &api.CreatedDirectory{ID: c.Mkdir(area, req.ParentID, req.Name).ID}, nil
 }
 
-func (c *fakeClient) DeleteFile(ctx context.Context, id int64) error {
+func (c *Client) DeleteFile(ctx context.Context, id int64) error {
 	if err := c.call(ctx, "DeleteFile"); err != nil {
 		return err
 	}
@@ -416,26 +421,26 @@ func (c *fakeClient) DeleteFile(ctx context.Context, id int64) error {
 	return nil
 }
 
-// fakeTransport answers the listing requests of fakeClient.lister from the
+// transport answers the listing requests of Client.lister from the
 // fake's map: GET /files, /files/recordings and /machines/{id}/files, one
 // page. An error injected for the method is answered as the service would.
-type fakeTransport struct{ c *fakeClient }
+type transport struct{ c *Client }
 
-func (tr fakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (tr transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := strings.TrimPrefix(req.URL.Path, api.PathPrefix)
 	var method string
-	var area Area
+	var area place.Area
 	switch {
 	case p == "/files":
-		method, area = "SharedFiles", Area{Kind: Shared}
+		method, area = "SharedFiles", place.Area{Kind: place.Shared}
 	case p == "/files/recordings":
-		method, area = "Recordings", Area{Kind: Recordings}
+		method, area = "Recordings", place.Area{Kind: place.Recordings}
 	case strings.HasPrefix(p, "/machines/") && strings.HasSuffix(p, "/files"):
 		id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(p, "/machines/"), "/files"), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("fake: %s", p)
 		}
-		method, area = "MachineFiles", Area{Kind: Machine, MachineID: id}
+		method, area = "MachineFiles", place.Area{Kind: place.Machine, MachineID: id}
 	default:
 		return nil, fmt.Errorf("fake: no %s %s", req.Method, p)
 	}
@@ -486,4 +491,79 @@ func answer(req *http.Request, err error, body any) (*http.Response, error) {
 		StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req,
 	}, nil
+}
+
+// contentType is the type the service records for a file named name.
+func contentType(name string) string {
+	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+// Bundles are the bundle jobs made (each with its files' ids) and the
+// DownloadTo calls' requests.
+func (c *Client) Bundles() (map[int64][]int64, []api.DownloadToRequest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.jobs), slices.Clone(c.downloads)
+}
+
+// Uploads are the Upload calls' requests.
+func (c *Client) Uploads() []api.UploadRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.uploads)
+}
+
+// Has reports whether the service holds file id.
+func (c *Client) Has(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, there := c.files[id]
+	return there
+}
+
+// Remove deletes file id on the service, as another desk would.
+func (c *Client) Remove(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.files, id)
+}
+
+// Replace deletes file old and stores a file with data in folder parent of
+// area in one step, as another desk's upload over it would, and returns it.
+func (c *Client) Replace(old int64, area place.Area, parent int64, name string, data []byte) api.File {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.files, old)
+	return c.putLocked(area, parent, name, slices.Clone(data))
+}
+
+// HeldBytes is how many bytes of content the service holds.
+func (c *Client) HeldBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, f := range c.files {
+		n += len(f.data)
+	}
+	return n
+}
+
+// HeldAnswers is how many listings read the files and wait at an answer
+// gate (HoldAnswer).
+func (c *Client) HeldAnswers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.heldAnswers
+}
+
+// BeforeAnswer sets (or clears: nil) the hook run once a listing has read
+// the files and before it answers (a change landing while the answer is on
+// its way).
+func (c *Client) BeforeAnswer(f func(method string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.beforeAnswer = f
 }

@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 // What users ask of the upload queue (.ctl/sync, .ctl/uploads, .ctl/stats,
 // SIGUSR1): its counters, flush everything or some paths, retry failed
@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/orgfs/orgfs/place"
 )
 
 // StagingStats are the upload queue's counters.
@@ -102,7 +104,7 @@ var ErrNotFailed = errors.New("no failed upload has this path")
 //
 // The service files it was to delete once up stay (the original of a file
 // renamed away shows again at its old name: OnKept).
-func (s *Staging) Discard(path string) (Target, error) {
+func (s *Staging) Discard(path string) (place.Target, error) {
 	s.mu.Lock()
 	for _, st := range s.sortedLocked() {
 		if st.state != stFailed || (st.path != path && st.target.String() != path) {
@@ -116,7 +118,7 @@ func (s *Staging) Discard(path string) (Target, error) {
 		return t, nil
 	}
 	s.mu.Unlock()
-	return Target{}, fmt.Errorf("%w: %q", ErrNotFailed, path)
+	return place.Target{}, fmt.Errorf("%w: %q", ErrNotFailed, path)
 }
 
 // kept tells of service files the staging meant to delete and leaves
@@ -147,4 +149,22 @@ func (s *Staging) Retry() {
 			st.retryAsked = true
 		}
 	}
+}
+
+// Deleting reports whether a staged file is to delete one of ids once it is
+// uploaded (a file it replaces, or supersedes at another name).
+func (s *Staging) Deleting(ids map[int64]bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.byTarget {
+		if ids[st.replaces] {
+			return true
+		}
+		for _, id := range st.deleteAfter {
+			if ids[id] {
+				return true
+			}
+		}
+	}
+	return false
 }

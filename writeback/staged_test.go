@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // These tests walk a staged file through its states against the in-memory
@@ -35,7 +36,7 @@ func TestStagingPermanentFailureWaitsForRetry(t *testing.T) {
 	tg := stagingShared("full.dat")
 	data := testkit.RandBytes(3000, 20)
 	st := e.create(s, tg, 0, data)
-	e.fake.failNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeStorageFull, Message: "storage full"})
+	e.fake.FailNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeStorageFull, Message: "storage full"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Flush(ctx, st); !api.IsStorageFull(err) {
@@ -48,7 +49,7 @@ func TestStagingPermanentFailureWaitsForRetry(t *testing.T) {
 		t.Fatalf("OnFailed calls %v", f)
 	}
 	time.Sleep(100 * time.Millisecond) // ten backoffs: no retry on its own
-	if n := e.fake.count("Upload"); n != 1 {
+	if n := e.fake.Count("Upload"); n != 1 {
 		t.Fatalf("%d upload attempts before Retry, want 1", n)
 	}
 	e.absent(tg)
@@ -62,7 +63,7 @@ func TestStagingTransientFailureRetries(t *testing.T) {
 	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: 10 * time.Millisecond, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
 	unavailable := &api.Error{Op: "POST /files", HTTPStatus: 503, Code: 503, Message: "unavailable"}
-	e.fake.failNext("Upload", unavailable, unavailable)
+	e.fake.FailNext("Upload", unavailable, unavailable)
 	tg := stagingShared("flaky.dat")
 	data := testkit.RandBytes(2000, 21)
 	st := e.create(s, tg, 0, data)
@@ -78,7 +79,7 @@ func TestStagingTransientFailureRetries(t *testing.T) {
 	if err := s.Flush(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.fake.count("Upload"); n != 3 {
+	if n := e.fake.Count("Upload"); n != 3 {
 		t.Fatalf("%d upload attempts, want 3", n)
 	}
 	if f := e.onFailed(); len(f) != 0 {
@@ -144,12 +145,12 @@ func TestStagingFinalFailuresWaitAcrossStarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, c := range []struct {
-		tg   Target
+		tg   place.Target
 		code int
 	}{{refused, api.CodeBadRequest}, {full, api.CodeStorageFull}} {
 		st := e.create(s1, c.tg, 0, []byte(c.tg.Name))
 		st.SetPath("shared/docs/" + c.tg.Name)
-		e.fake.failNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 400, Code: c.code, Message: "no"})
+		e.fake.FailNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 400, Code: c.code, Message: "no"})
 		if err := s1.Flush(ctx, st); err == nil {
 			t.Fatalf("%s: uploaded through an injected %d", c.tg.Name, c.code)
 		}
@@ -165,7 +166,7 @@ func TestStagingFinalFailuresWaitAcrossStarts(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "the curable upload, again", func() bool { return s2.Stats().Uploaded == 1 })
 	e.want(full, []byte(full.Name))
 	time.Sleep(100 * time.Millisecond)
-	if n := e.fake.count("Upload"); n != 3 {
+	if n := e.fake.Count("Upload"); n != 3 {
 		t.Fatalf("%d upload attempts, want 3: the refused file was retried at the start", n)
 	}
 	ents := s2.Entries()
@@ -185,9 +186,9 @@ func TestStagingFinalFailuresWaitAcrossStarts(t *testing.T) {
 func TestRetryDuringAnAttemptRetriesItsFailure(t *testing.T) {
 	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: 10 * time.Millisecond})
-	release := e.fake.hold("Upload")
+	release := e.fake.Hold("Upload")
 	defer release()
-	e.fake.failNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeStorageFull, Message: "storage full"})
+	e.fake.FailNext("Upload", &api.Error{Op: "POST /files", HTTPStatus: 200, Code: api.CodeStorageFull, Message: "storage full"})
 	tg := stagingShared("quota.bin")
 	e.create(s, tg, 0, []byte("retried"))
 	testkit.WaitFor(t, 5*time.Second, "the attempt", func() bool { return s.Stats().Uploading == 1 })
@@ -195,7 +196,7 @@ func TestRetryDuringAnAttemptRetriesItsFailure(t *testing.T) {
 	release()
 	testkit.WaitFor(t, 5*time.Second, "the upload", func() bool { return s.Stats().Uploaded == 1 })
 	e.want(tg, []byte("retried"))
-	if n := e.fake.count("Upload"); n != 2 {
+	if n := e.fake.Count("Upload"); n != 2 {
 		t.Fatalf("%d upload attempts, want 2", n)
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,12 +16,17 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/logging"
+	"github.com/orgfs/orgfs/place"
 )
 
 // Locks: Staging.mu only (a leaf of the package's lock order, see doc.go); a
 // Staged has no lock of its own. mu is held for small local disk operations
 // (creating, unlinking or closing a staged file, writing its record), never
 // across a request.
+
+// mineRemembered is how many ids of its own uploads (and of the files they
+// replaced) the staging remembers, to tell them from other writers'.
+const mineRemembered = 4096
 
 // Defaults of StagingOptions.
 const (
@@ -32,19 +36,6 @@ const (
 	DefaultStagingMinBackoff = time.Second
 	DefaultStagingMaxBackoff = time.Minute
 )
-
-// Target is where a staged file goes on the service.
-type Target struct {
-	Area     Area  // Shared or Machine (Recordings is never written)
-	ParentID int64 // folder id; 0 = the area's root
-	Name     string
-}
-
-// String names the target for logs and .ctl/uploads: "shared/12/report.pdf",
-// "machine 7/0/notes.txt" (area, folder id, name).
-func (t Target) String() string {
-	return t.Area.String() + "/" + strconv.FormatInt(t.ParentID, 10) + "/" + t.Name
-}
 
 // StagingOptions configures a Staging. Zero values take the defaults (see
 // withDefaults, the one place where they are set).
@@ -69,11 +60,11 @@ type StagingOptions struct {
 	// f: the uploaded file, as far as known (at least ID, Name, Size,
 	// LastModified, ParentID); modTime: the staged copy's modification time
 	// (its last write, or the time set on it), which the mount keeps showing.
-	OnUploaded func(t Target, f api.File, modTime time.Time)
-	OnFailed   func(t Target, err error)
+	OnUploaded func(t place.Target, f api.File, modTime time.Time)
+	OnFailed   func(t place.Target, err error)
 	// OnConflict is called after a file went up as a conflict copy beside
 	// another writer's version (conflicts.go), without any lock held.
-	OnConflict func(t Target, c Conflict)
+	OnConflict func(t place.Target, c Conflict)
 	// Desk names this desk in conflict copies' names; default: none.
 	Desk string
 	// OnRetired, when set, is called after a file uploaded as f left the
@@ -86,7 +77,7 @@ type StagingOptions struct {
 	// file id that the staging deletes later (the file was renamed while it
 	// went up, or removed once OnUploaded had told of it): no listing may
 	// show it meanwhile or after. No lock is held.
-	OnSuperseded func(t Target, id int64)
+	OnSuperseded func(t place.Target, id int64)
 	// OnKept, when set, is called with service files the staging meant to
 	// delete and leaves on the service: the originals of a file renamed
 	// away whose upload is discarded, a deletion that failed. What
@@ -118,11 +109,11 @@ type Staging struct {
 	// dependencies
 	client       Client
 	log          logrus.FieldLogger
-	onUploaded   func(Target, api.File, time.Time)
-	onFailed     func(Target, error)
-	onConflict   func(Target, Conflict)
+	onUploaded   func(place.Target, api.File, time.Time)
+	onFailed     func(place.Target, error)
+	onConflict   func(place.Target, Conflict)
 	onRetired    func(api.File, string)
-	onSuperseded func(Target, int64)
+	onSuperseded func(place.Target, int64)
 	onKept       func([]int64)
 	// constants
 	desk                   string
@@ -137,22 +128,22 @@ type Staging struct {
 	wg     sync.WaitGroup // workers and background deletions
 
 	mu       sync.Mutex
-	cond     *sync.Cond           // on mu: wakes the workers when the queue grows, a target frees or at Close
-	entries  map[int64]*Staged    // guarded by mu; every staged file, by number
-	byTarget map[Target]*Staged   // guarded by mu
-	orphans  map[*Staged]struct{} // guarded by mu; removed or uploaded but still open (file kept open)
-	queue    []*Staged            // guarded by mu; queued files, next first
-	busy     map[Target]int       // guarded by mu; uploads in flight per target, removed files' included
-	bigBusy  int                  // guarded by mu; uploads in flight of files that are not small
-	next     int64                // guarded by mu; number of the next staged file
-	changed  chan struct{}        // guarded by mu; closed (and replaced) at every settled upload, removal and Close
-	draining int                  // guarded by mu; Drain calls running: files upload at once
-	closed   bool                 // guarded by mu
-	uploaded int64                // guarded by mu
-	bytesUp  int64                // guarded by mu
+	cond     *sync.Cond               // on mu: wakes the workers when the queue grows, a target frees or at Close
+	entries  map[int64]*Staged        // guarded by mu; every staged file, by number
+	byTarget map[place.Target]*Staged // guarded by mu
+	orphans  map[*Staged]struct{}     // guarded by mu; removed or uploaded but still open (file kept open)
+	queue    []*Staged                // guarded by mu; queued files, next first
+	busy     map[place.Target]int     // guarded by mu; uploads in flight per target, removed files' included
+	bigBusy  int                      // guarded by mu; uploads in flight of files that are not small
+	next     int64                    // guarded by mu; number of the next staged file
+	changed  chan struct{}            // guarded by mu; closed (and replaced) at every settled upload, removal and Close
+	draining int                      // guarded by mu; Drain calls running: files upload at once
+	closed   bool                     // guarded by mu
+	uploaded int64                    // guarded by mu
+	bytesUp  int64                    // guarded by mu
 	// Many writers (conflicts.go).
 	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded, or deleted as replaced, lately; safe for concurrent use
-	sent       stamp                       // when an upload last sent a byte (Store.Flush)
+	sent       stamp                       // when an upload last sent a byte (LastSent)
 	conflicts  []Conflict                  // guarded by mu; the latest
 	nConflicts int64                       // guarded by mu
 }
@@ -181,12 +172,12 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 		parts:      semaphore.NewWeighted(int64(opts.Parts)),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 		ctx: ctx, cancel: cancel,
-		entries: map[int64]*Staged{}, byTarget: map[Target]*Staged{}, orphans: map[*Staged]struct{}{},
-		busy: map[Target]int{}, next: 1, changed: make(chan struct{}),
+		entries: map[int64]*Staged{}, byTarget: map[place.Target]*Staged{}, orphans: map[*Staged]struct{}{},
+		busy: map[place.Target]int{}, next: 1, changed: make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
 	var err error
-	if s.mine, err = lru.New[int64, struct{}](recentUploads); err != nil {
+	if s.mine, err = lru.New[int64, struct{}](mineRemembered); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -201,11 +192,11 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	return s, nil
 }
 
-func checkTarget(t Target) error {
+func checkTarget(t place.Target) error {
 	switch {
-	case t.Area.Kind == Recordings:
+	case t.Area.Kind == place.Recordings:
 		return errors.New("staging: the recordings are read-only")
-	case t.Area.Kind != Shared && t.Area.Kind != Machine:
+	case t.Area.Kind != place.Shared && t.Area.Kind != place.Machine:
 		return fmt.Errorf("staging: unknown area %v", t.Area)
 	case t.Name == "" || t.Name == "." || t.Name == ".." || strings.ContainsAny(t.Name, "/\x00"):
 		return fmt.Errorf("staging: invalid name %q", t.Name)
@@ -222,14 +213,14 @@ func checkTarget(t Target) error {
 // (CloseWriter ends it): nothing, not even the empty file, is uploaded before
 // that close. A writer counted after Create would race the write-back timer,
 // which could upload and close the empty file first.
-func (s *Staging) Create(t Target, replaces int64) (*Staged, error) {
+func (s *Staging) Create(t place.Target, replaces int64) (*Staged, error) {
 	return s.CreateAt(t, replaces, "")
 }
 
 // CreateAt is Create with the file's path in the mount (SetPath) in its
 // first record: one record written, not two (a record costs a file created
 // and renamed, 0.2-0.3 ms on ext4, in the syscall's time).
-func (s *Staging) CreateAt(t Target, replaces int64, path string) (*Staged, error) {
+func (s *Staging) CreateAt(t place.Target, replaces int64, path string) (*Staged, error) {
 	if err := checkTarget(t); err != nil {
 		return nil, err
 	}
@@ -253,16 +244,74 @@ func (s *Staging) CreateAt(t Target, replaces int64, path string) (*Staged, erro
 // the copy leaves data without a record, which the next start removes:
 // nothing half-copied is ever uploaded. The staged file comes back with one
 // writer open (the caller's; CloseWriter ends it).
-func (s *Staging) CreateFrom(t Target, replaces int64, fill func(f *os.File) error) (*Staged, error) {
+func (s *Staging) CreateFrom(t place.Target, replaces int64, fill func(f *os.File) error) (*Staged, error) {
 	return s.stageNew(t, replaces, func(p string) (*os.File, error) {
 		return os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	}, fill)
 }
 
+// Adopt is CreateFrom for content that already is a local file, the cache
+// file the kernel reads in passthrough: link names that very file at the
+// path given, which makes it the staging copy, so that what is written to it
+// from now on is what the upload sends. The caller has the content cache
+// forget it (Store.StageCopy). The staged file comes back with one writer
+// open (the caller's).
+func (s *Staging) Adopt(t place.Target, replaces int64, link func(path string) error) (*Staged, error) {
+	return s.stageNew(t, replaces, func(p string) (*os.File, error) {
+		if err := link(p); err != nil {
+			return nil, fmt.Errorf("taking the cache file: %w", err)
+		}
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			os.Remove(p)
+		}
+		return f, err
+	}, nil)
+}
+
+// stageNew is CreateFrom and Adopt: open makes the data file at the path
+// given (and leaves nothing there when it fails), fill (if any) writes the
+// content, and the file is synced before its record names it.
+func (s *Staging) stageNew(t place.Target, replaces int64, open func(path string) (*os.File, error), fill func(f *os.File) error) (*Staged, error) {
+	if err := checkTarget(t); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("staging: closed")
+	}
+	seq := s.next
+	s.next++
+	s.mu.Unlock()
+	p := s.dataPath(seq)
+	f, err := open(p)
+	if err != nil {
+		return nil, fmt.Errorf("staging: %w", err)
+	}
+	if fill != nil {
+		err = fill(f)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.closed {
+		err = errors.New("staging: closed")
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(p)
+		return nil, err
+	}
+	return s.publishLocked(seq, f, t, replaces, 1, "")
+}
+
 // publishLocked makes a new staged file, whose data is in f, the one at t:
 // its record is written, it replaces what was staged there, and it waits
 // for its writers (the caller's one) to close. Called with mu held.
-func (s *Staging) publishLocked(seq int64, f *os.File, t Target, replaces int64, writers int, path string) (*Staged, error) {
+func (s *Staging) publishLocked(seq int64, f *os.File, t place.Target, replaces int64, writers int, path string) (*Staged, error) {
 	st := s.newStaged(seq, f, t, replaces)
 	st.writers, st.path = writers, path
 	if other := s.byTarget[t]; other != nil {
@@ -288,7 +337,7 @@ func (s *Staging) publishLocked(seq int64, f *os.File, t Target, replaces int64,
 
 // Lookup returns the staged file at t, if any: not uploaded yet, failed, or
 // uploaded but still open (its later changes are uploaded again).
-func (s *Staging) Lookup(t Target) *Staged {
+func (s *Staging) Lookup(t place.Target) *Staged {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byTarget[t]
@@ -297,7 +346,7 @@ func (s *Staging) Lookup(t Target) *Staged {
 // Acquire is Lookup followed by OpenWriter (write) or OpenReader, under one
 // lock: the file cannot be retired between the two. The mount opens a staged
 // file with it; nil when nothing is staged at t.
-func (s *Staging) Acquire(t Target, write bool) *Staged {
+func (s *Staging) Acquire(t place.Target, write bool) *Staged {
 	s.mu.Lock()
 	st := s.byTarget[t]
 	s.mu.Unlock()
@@ -316,7 +365,7 @@ func (s *Staging) Acquire(t Target, write bool) *Staged {
 
 // Pending returns the staged files of one folder, by name. Listings show them
 // with their local size and modification time.
-func (s *Staging) Pending(area Area, parentID int64) []*Staged {
+func (s *Staging) Pending(area place.Area, parentID int64) []*Staged {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*Staged
@@ -333,20 +382,20 @@ func (s *Staging) Pending(area Area, parentID int64) []*Staged {
 // editor's save-then-rename). A staged file pending at to is replaced. The
 // service file st was to overwrite (at the old name) is deleted once st is
 // uploaded under the new name. See RenameReplacing.
-func (s *Staging) Rename(st *Staged, to Target) error {
+func (s *Staging) Rename(st *Staged, to place.Target) error {
 	return s.RenameReplacing(st, to, 0)
 }
 
 // RenameReplacing is Rename when the mount knows the service file already at
 // to (replaces, its id; 0: none): the upload overwrites it without first
 // meeting a 451.
-func (s *Staging) RenameReplacing(st *Staged, to Target, replaces int64) error {
-	return s.renameAt(st, to, replaces, "")
+func (s *Staging) RenameReplacing(st *Staged, to place.Target, replaces int64) error {
+	return s.RenameAt(st, to, replaces, "")
 }
 
-// renameAt is RenameReplacing that also sets the file's path in the mount
+// RenameAt is RenameReplacing that also sets the file's path in the mount
 // (SetPath; "": as it was), in the same record.
-func (s *Staging) renameAt(st *Staged, to Target, replaces int64, path string) error {
+func (s *Staging) RenameAt(st *Staged, to place.Target, replaces int64, path string) error {
 	if err := checkTarget(to); err != nil {
 		return err
 	}
@@ -598,6 +647,14 @@ func (s *Staging) Drain(ctx context.Context) error {
 
 // Dir is the staging dir.
 func (s *Staging) Dir() string { return s.dir }
+
+// LastSent is when an upload last sent a byte (the zero Unix time before
+// any): a flush waits while bytes go (cache's Store.Flush).
+func (s *Staging) LastSent() time.Time { return s.sent.time() }
+
+// Mine reports whether id is one this mount uploaded, or deleted as
+// replaced, lately: no other writer's.
+func (s *Staging) Mine(id int64) bool { return s.mine.Contains(id) }
 
 // Entries describes every staged file, oldest first (.ctl/uploads).
 func (s *Staging) Entries() []StagedInfo {

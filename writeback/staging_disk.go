@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 import (
 	"encoding/json"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/place"
 )
 
 // Locks: Staging.mu (a leaf, see doc.go), held while records are read (at
@@ -194,12 +196,12 @@ func (s *Staging) loadEntry(seq int64, savedAt map[*Staged]time.Time) (*Staged, 
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return nil, nil, err
 	}
-	var area Area
+	var area place.Area
 	switch rec.Area {
 	case "shared":
-		area = Area{Kind: Shared}
+		area = place.Area{Kind: place.Shared}
 	case "machine":
-		area = Area{Kind: Machine, MachineID: rec.MachineID}
+		area = place.Area{Kind: place.Machine, MachineID: rec.MachineID}
 	default:
 		return nil, nil, fmt.Errorf("unknown area %q", rec.Area)
 	}
@@ -213,7 +215,7 @@ func (s *Staging) loadEntry(seq int64, savedAt map[*Staged]time.Time) (*Staged, 
 	if err != nil {
 		return nil, nil, err
 	}
-	st := s.newStaged(seq, f, Target{Area: area, ParentID: rec.ParentID, Name: rec.Name}, rec.Replaces)
+	st := s.newStaged(seq, f, place.Target{Area: area, ParentID: rec.ParentID, Name: rec.Name}, rec.Replaces)
 	st.deleteAfter = rec.DeleteAfter
 	st.conflictName, st.conflictID = rec.ConflictName, rec.ConflictID
 	st.sent = rec.Sent
@@ -263,7 +265,7 @@ func (s *Staging) writeRecord(st *Staged, state string) error {
 		Path: st.path, Final: state == recFailed && st.final,
 		ConflictName: st.conflictName, ConflictID: st.conflictID, Sent: st.sent,
 	}
-	if st.target.Area.Kind == Machine {
+	if st.target.Area.Kind == place.Machine {
 		rec.Area, rec.MachineID = "machine", st.target.Area.MachineID
 	}
 	if st.lastErr != nil {

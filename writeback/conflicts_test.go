@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 func TestConflictName(t *testing.T) {
@@ -37,7 +38,7 @@ func TestConflictName(t *testing.T) {
 func (e *stagingEnv) conflictCopy(stem string) (string, []byte) {
 	e.t.Helper()
 	var found []string
-	for n := range e.list(Area{Kind: Shared}, 0) {
+	for n := range e.list(place.Area{Kind: place.Shared}, 0) {
 		if strings.HasPrefix(n, stem+" (conflict ") {
 			found = append(found, n)
 		}
@@ -45,7 +46,7 @@ func (e *stagingEnv) conflictCopy(stem string) (string, []byte) {
 	if len(found) != 1 {
 		e.t.Fatalf("conflict copies of %q on the service: %q, want one", stem, found)
 	}
-	f := e.list(Area{Kind: Shared}, 0)[found[0]]
+	f := e.list(place.Area{Kind: place.Shared}, 0)[found[0]]
 	return found[0], e.content(f)
 }
 
@@ -238,7 +239,7 @@ func TestStagingRemovedRenameCopyThenRecreateIsNoConflict(t *testing.T) {
 	old := e.serviceFile(tg, []byte("v1"))
 	cp := e.create(s, moved, 0, []byte("v1"))
 	cp.DeleteAfterUpload(old) // mv doc.txt moved.txt
-	release := e.fake.hold("DeleteFile")
+	release := e.fake.Hold("DeleteFile")
 	defer release()
 	if err := s.Remove(cp); err != nil { // rm moved.txt
 		t.Fatal(err)
@@ -251,10 +252,7 @@ func TestStagingRemovedRenameCopyThenRecreateIsNoConflict(t *testing.T) {
 	}
 	release()
 	testkit.WaitFor(t, 5*time.Second, "the old version's deletion", func() bool {
-		e.fake.mu.Lock()
-		defer e.fake.mu.Unlock()
-		_, there := e.fake.files[old]
-		return !there
+		return !e.fake.Has(old)
 	})
 	if c, n := s.Conflicts(); n != 0 {
 		t.Fatalf("%d conflicts, want none: %+v", n, c)
@@ -274,7 +272,7 @@ func TestStagingUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 	tg := stagingShared("f1")
 	orig := e.serviceFile(tg, []byte("v1"))
 	crashDir := filepath.Join(t.TempDir(), "staging")
-	e.fake.onCompleted(func(id int64) {
+	e.fake.OnCompleted(func(id int64) {
 		// The disk as a SIGKILL here would leave it, the file written to
 		// once more meanwhile.
 		if err := os.CopyFS(crashDir, os.DirFS(e.dir)); err != nil {
@@ -285,7 +283,7 @@ func TestStagingUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 	if err := s1.Flush(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	e.fake.onCompleted(nil)
+	e.fake.OnCompleted(nil)
 	data, err := filepath.Glob(filepath.Join(crashDir, "*.data"))
 	if err != nil || len(data) != 1 {
 		t.Fatalf("staged data at the crash: %v %v", data, err)
@@ -299,7 +297,7 @@ func TestStagingUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 // restartWithoutConflict starts the staging again from dir (the disk a
 // crash left), lets it upload all, and checks that tg holds want on the
 // service, with no conflict copy made.
-func restartWithoutConflict(e *stagingEnv, dir string, tg Target, want []byte) {
+func restartWithoutConflict(e *stagingEnv, dir string, tg place.Target, want []byte) {
 	e.t.Helper()
 	e.dir = dir
 	s := e.open(StagingOptions{})
@@ -321,7 +319,7 @@ func TestStagingFileOverAnUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 	tg := stagingShared("f1")
 	orig := e.serviceFile(tg, []byte("v1"))
 	reached, resume := make(chan int64), make(chan struct{})
-	e.fake.onCompleted(func(id int64) {
+	e.fake.OnCompleted(func(id int64) {
 		reached <- id
 		<-resume
 	})
@@ -336,9 +334,9 @@ func TestStagingFileOverAnUploadCompletedAtACrashIsNoConflict(t *testing.T) {
 	if err := os.CopyFS(crashDir, os.DirFS(e.dir)); err != nil {
 		t.Fatal(err)
 	}
-	release := e.fake.hold("DeleteFile")
+	release := e.fake.Hold("DeleteFile")
 	defer release()
-	e.fake.onCompleted(nil)
+	e.fake.OnCompleted(nil)
 	close(resume)
 	<-flushed
 	restartWithoutConflict(e, crashDir, tg, []byte("v3, saved over it"))

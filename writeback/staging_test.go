@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 import (
 	"bytes"
@@ -18,7 +18,9 @@ import (
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
+	"github.com/orgfs/orgfs/internal/fakeclient"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // These tests run the staging and its upload queue against a service, and
@@ -31,14 +33,14 @@ import (
 type stagingEnv struct {
 	t      *testing.T
 	emu    *emulator.Emulator // the emulator's org-a; nil with the fake
-	fake   *fakeClient        // nil with the emulator
+	fake   *fakeclient.Client // nil with the emulator
 	client Client
 	dir    string
 
 	mu       sync.Mutex
-	uploaded []api.File // OnUploaded calls
-	failed   []error    // OnFailed calls
-	targets  []Target   // targets of the OnFailed calls
+	uploaded []api.File     // OnUploaded calls
+	failed   []error        // OnFailed calls
+	targets  []place.Target // targets of the OnFailed calls
 }
 
 // newStagingEnv starts an emulator (empty) for the test.
@@ -56,16 +58,16 @@ func newStagingEnv(t *testing.T, opts emulator.Options) *stagingEnv {
 // newFakeStagingEnv makes an empty fake service for the test.
 func newFakeStagingEnv(t *testing.T) *stagingEnv {
 	t.Helper()
-	fake := newFake(t)
+	fake := fakeclient.New(t)
 	return &stagingEnv{t: t, fake: fake, client: fake, dir: filepath.Join(t.TempDir(), "staging")}
 }
 
 // serviceFile puts a file with data at t on the service, as another client
 // would, and returns its id.
-func (e *stagingEnv) serviceFile(t Target, data []byte) int64 {
+func (e *stagingEnv) serviceFile(t place.Target, data []byte) int64 {
 	e.t.Helper()
 	if e.fake != nil {
-		return e.fake.put(t.Area, t.ParentID, t.Name, data).ID
+		return e.fake.Put(t.Area, t.ParentID, t.Name, data).ID
 	}
 	id, err := e.emu.CreateFile(emulator.OrgA, t.Area.MachineID, t.ParentID, t.Name, bytes.NewReader(data))
 	if err != nil {
@@ -88,12 +90,12 @@ func (e *stagingEnv) open(opts StagingOptions) *Staging {
 	if opts.Log == nil {
 		opts.Log = testkit.Log(e.t)
 	}
-	opts.OnUploaded = func(t Target, f api.File, _ time.Time) {
+	opts.OnUploaded = func(t place.Target, f api.File, _ time.Time) {
 		e.mu.Lock()
 		e.uploaded = append(e.uploaded, f)
 		e.mu.Unlock()
 	}
-	opts.OnFailed = func(t Target, err error) {
+	opts.OnFailed = func(t place.Target, err error) {
 		e.mu.Lock()
 		e.failed = append(e.failed, err)
 		e.targets = append(e.targets, t)
@@ -121,7 +123,7 @@ func (e *stagingEnv) onFailed() []error {
 
 // create stages a new file at t with data, as the mount does for
 // open(O_CREAT)+write+close.
-func (e *stagingEnv) create(s *Staging, t Target, replaces int64, data []byte) *Staged {
+func (e *stagingEnv) create(s *Staging, t place.Target, replaces int64, data []byte) *Staged {
 	e.t.Helper()
 	st, err := s.Create(t, replaces)
 	if err != nil {
@@ -152,14 +154,16 @@ func (e *stagingEnv) writeOpen(st *Staged, data []byte) {
 	st.Touch()
 }
 
-func stagingShared(name string) Target { return Target{Area: Area{Kind: Shared}, Name: name} }
+func stagingShared(name string) place.Target {
+	return place.Target{Area: place.Area{Kind: place.Shared}, Name: name}
+}
 
 // list returns the files of a folder of the service, by name.
-func (e *stagingEnv) list(area Area, parentID int64) map[string]api.File {
+func (e *stagingEnv) list(area place.Area, parentID int64) map[string]api.File {
 	e.t.Helper()
 	req := api.ListFilesRequest{ParentID: parentID}
 	var l *api.FileList
-	if area.Kind == Machine {
+	if area.Kind == place.Machine {
 		l = e.client.MachineFiles(context.Background(), area.MachineID, req)
 	} else {
 		l = e.client.SharedFiles(context.Background(), req)
@@ -201,7 +205,7 @@ func (e *stagingEnv) content(f api.File) []byte {
 }
 
 // want checks that the service holds exactly data at t, and returns the file.
-func (e *stagingEnv) want(t Target, data []byte) api.File {
+func (e *stagingEnv) want(t place.Target, data []byte) api.File {
 	e.t.Helper()
 	f, ok := e.list(t.Area, t.ParentID)[t.Name]
 	if !ok {
@@ -217,7 +221,7 @@ func (e *stagingEnv) want(t Target, data []byte) api.File {
 }
 
 // absent checks that the service has nothing at t.
-func (e *stagingEnv) absent(t Target) {
+func (e *stagingEnv) absent(t place.Target) {
 	e.t.Helper()
 	if f, ok := e.list(t.Area, t.ParentID)[t.Name]; ok {
 		e.t.Fatalf("%s is on the service (id %d, %d bytes)", t, f.ID, f.Size)
@@ -284,9 +288,9 @@ func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 	e.create(s, odd, 0, testkit.RandBytes(10, 2))
 	empty := stagingShared("empty")
 	e.create(s, empty, 0, nil)
-	var machine Target
+	var machine place.Target
 	if m := e.emu.Fixtures(emulator.OrgA).StoppedMachine; m != 0 {
-		machine = Target{Area: Area{Kind: Machine, MachineID: m}, Name: "report.pdf"}
+		machine = place.Target{Area: place.Area{Kind: place.Machine, MachineID: m}, Name: "report.pdf"}
 		e.create(s, machine, 0, testkit.RandBytes(7000, 3))
 	}
 
@@ -294,10 +298,10 @@ func TestStagingWriteBackUploadsExactBytes(t *testing.T) {
 	if got := s.Lookup(text); got != st || got.Size() != int64(len(data)) {
 		t.Fatalf("Lookup %v", got)
 	}
-	if p := s.Pending(Area{Kind: Shared}, 0); len(p) != 3 || p[0].Target().Name != "blob.unknownext" {
+	if p := s.Pending(place.Area{Kind: place.Shared}, 0); len(p) != 3 || p[0].Target().Name != "blob.unknownext" {
 		t.Fatalf("pending %v", p)
 	}
-	if n := len(e.list(Area{Kind: Shared}, 0)); n != 0 {
+	if n := len(e.list(place.Area{Kind: place.Shared}, 0)); n != 0 {
 		t.Fatalf("%d files uploaded before the write-back delay", n)
 	}
 	if ents := s.Entries(); len(ents) == 0 || ents[0].State != "waiting" || ents[0].Size != int64(len(data)) {
@@ -442,7 +446,7 @@ func TestStagingRemovedParentFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := Target{Area: Area{Kind: Shared}, ParentID: dir, Name: "orphan.txt"}
+	tg := place.Target{Area: place.Area{Kind: place.Shared}, ParentID: dir, Name: "orphan.txt"}
 	st := e.create(s, tg, 0, []byte("hello"))
 	if err := e.emu.DeleteFile(emulator.OrgA, dir); err != nil {
 		t.Fatal(err)
@@ -492,7 +496,7 @@ func TestStagingReplacesOverwrites(t *testing.T) {
 func TestStagingRenamePending(t *testing.T) {
 	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: 200 * time.Millisecond})
-	root := Area{Kind: Shared}
+	root := place.Area{Kind: place.Shared}
 
 	// rsync: a temp file renamed into place before the write-back delay.
 	tmp, final := stagingShared(".f.Xy12"), stagingShared("f")
@@ -574,7 +578,7 @@ func TestStagingRemoveCancels(t *testing.T) {
 		t.Fatalf("Flush of a removed file: %v", err)
 	}
 	testkit.WaitFor(t, 5*time.Second, "the removed file to be gone", func() bool {
-		_, ok := e.list(Area{Kind: Shared}, 0)[tg2.Name]
+		_, ok := e.list(place.Area{Kind: place.Shared}, 0)[tg2.Name]
 		return !ok && s.Stats().Uploading == 0
 	})
 	time.Sleep(100 * time.Millisecond)
@@ -591,7 +595,7 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 			e := newFakeStagingEnv(t)
 			s1 := e.open(StagingOptions{WriteBack: time.Hour})
 			sizes := []int{0, 1, 4096, 300_000, 6 << 20}
-			want := map[Target][]byte{}
+			want := map[place.Target][]byte{}
 			for i, n := range sizes {
 				tg := stagingShared(fmt.Sprintf("file-%d", i))
 				want[tg] = testkit.RandBytes(n, int64(100+i))
@@ -623,7 +627,7 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 			for tg, data := range want {
 				e.want(tg, data)
 			}
-			if n := len(e.list(Area{Kind: Shared}, 0)); n != len(want) {
+			if n := len(e.list(place.Area{Kind: place.Shared}, 0)); n != len(want) {
 				t.Fatalf("%d files on the service, want %d", n, len(want))
 			}
 			e.wantNothingStaged(s2)
@@ -634,7 +638,7 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 func TestStagingUnderFaults(t *testing.T) {
 	e := newStagingEnv(t, emulator.Options{FaultRate: 0.1, FaultSeed: 7})
 	s := e.open(StagingOptions{Transfers: 4})
-	want := map[Target][]byte{}
+	want := map[place.Target][]byte{}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for i := range 32 {
@@ -671,7 +675,7 @@ func TestStagingUnderFaults(t *testing.T) {
 	for tg, data := range want {
 		e.want(tg, data)
 	}
-	if n := len(e.list(Area{Kind: Shared}, 0)); n != len(want) {
+	if n := len(e.list(place.Area{Kind: place.Shared}, 0)); n != len(want) {
 		t.Fatalf("%d files on the service, want %d", n, len(want))
 	}
 	if st := s.Stats(); st.Uploaded < int64(len(want)) {
@@ -683,7 +687,7 @@ func TestStagingUnderFaults(t *testing.T) {
 func TestStagingDrainWaitsForTheQueue(t *testing.T) {
 	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: time.Hour, Transfers: 2})
-	want := map[Target][]byte{}
+	want := map[place.Target][]byte{}
 	for i := range 5 {
 		tg := stagingShared(fmt.Sprintf("d%d", i))
 		want[tg] = testkit.RandBytes(50_000+i, int64(400+i))
@@ -700,7 +704,7 @@ func TestStagingDrainWaitsForTheQueue(t *testing.T) {
 
 	// A Drain cut short leaves the rest staged, for the next start.
 	slow := newFakeStagingEnv(t)
-	release := slow.fake.hold("Upload")
+	release := slow.fake.Hold("Upload")
 	defer release()
 	s2 := slow.open(StagingOptions{WriteBack: time.Hour})
 	slow.create(s2, stagingShared("late"), 0, []byte("late"))
@@ -720,7 +724,7 @@ func TestStagingDrainWaitsForTheQueue(t *testing.T) {
 func TestStagingFlushWaitsAndUploadsAgain(t *testing.T) {
 	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: time.Hour})
-	release := e.fake.hold("Upload")
+	release := e.fake.Hold("Upload")
 	defer release()
 	tg := stagingShared("edited")
 	v1 := testkit.RandBytes(1<<20, 14)
@@ -804,7 +808,7 @@ func TestStagingOpenFileOutlivesItsUpload(t *testing.T) {
 	}
 }
 
-func (e *stagingEnv) failedTarget(i int) Target {
+func (e *stagingEnv) failedTarget(i int) place.Target {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.targets[i]
@@ -888,7 +892,7 @@ func TestStagingLoadCleansUp(t *testing.T) {
 	}
 
 	// New files are numbered after every file found, records are JSON.
-	st, err := s.Create(Target{Area: Area{Kind: Machine, MachineID: 42}, ParentID: 7, Name: "n.txt"}, 99)
+	st, err := s.Create(place.Target{Area: place.Area{Kind: place.Machine, MachineID: 42}, ParentID: 7, Name: "n.txt"}, 99)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -908,7 +912,7 @@ func TestStagingLoadCleansUp(t *testing.T) {
 			t.Fatalf("%s: %v %v", name, fi.Mode(), err)
 		}
 	}
-	if _, err := s.Create(Target{Area: Area{Kind: Recordings}, Name: "x"}, 0); err == nil {
+	if _, err := s.Create(place.Target{Area: place.Area{Kind: place.Recordings}, Name: "x"}, 0); err == nil {
 		t.Fatal("created a file in the recordings")
 	}
 	if err := s.Remove(st); err != nil {
@@ -971,9 +975,9 @@ func TestStagingSmallFilesGoSoonerAndBeside(t *testing.T) {
 
 	// Uploads held: one big file goes (Transfers), the other waits; the
 	// small ones go beside it.
-	release := e.fake.hold("Upload")
+	release := e.fake.Hold("Upload")
 	defer release()
-	want := map[Target][]byte{}
+	want := map[place.Target][]byte{}
 	for i := range 2 {
 		tg := stagingShared(fmt.Sprintf("big%d.bin", i))
 		want[tg] = testkit.RandBytes(smallFile+100, int64(10+i))
@@ -984,12 +988,12 @@ func TestStagingSmallFilesGoSoonerAndBeside(t *testing.T) {
 		want[tg] = testkit.RandBytes(1000, int64(20+i))
 		e.create(s, tg, 0, want[tg])
 	}
-	before := e.fake.count("Upload")
+	before := e.fake.Count("Upload")
 	drained := make(chan error, 1)
 	go func() { drained <- s.Drain(context.Background()) }()
-	testkit.WaitFor(t, 5*time.Second, "4 uploads in flight", func() bool { return e.fake.count("Upload")-before == 4 })
+	testkit.WaitFor(t, 5*time.Second, "4 uploads in flight", func() bool { return e.fake.Count("Upload")-before == 4 })
 	time.Sleep(200 * time.Millisecond)
-	if n := e.fake.count("Upload") - before; n != 4 {
+	if n := e.fake.Count("Upload") - before; n != 4 {
 		t.Fatalf("%d uploads in flight, want 1 big and 3 small", n)
 	}
 	release()

@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/place"
 )
 
 // Locks: Staging.mu (a leaf, see doc.go), taken between the steps of an
@@ -29,7 +30,7 @@ const deleteTimeout = 2 * time.Minute
 // upload is one upload attempt of a staged file, as it started.
 type upload struct {
 	st        *Staged
-	target    Target
+	target    place.Target
 	name      string // st's path, for the log
 	gen       uint64
 	overwrite bool
@@ -236,7 +237,7 @@ func (s *Staging) send(up *upload) (*api.UploadResult, int64, error) {
 			s.saveLocked(st, true) // before a byte is sent
 		},
 	}
-	if up.target.Area.Kind == Machine {
+	if up.target.Area.Kind == place.Machine {
 		req.MachineID = up.target.Area.MachineID
 	}
 	s.mu.Lock()
@@ -459,12 +460,12 @@ func (s *Staging) deleteOrShow(id int64, name, what string) {
 }
 
 // fileOf is the service's new file after an upload to t, as far as known.
-func fileOf(t Target, res *api.UploadResult, size int64) api.File {
+func fileOf(t place.Target, res *api.UploadResult, size int64) api.File {
 	f := api.File{
 		ID: res.ID, Name: t.Name, Size: size, ObjectType: api.ObjectFile, ParentID: t.ParentID, LastModified: time.Now(),
 		Details: &api.FileDetails{Type: "file", ContentType: contentType(t.Name), Status: api.FileStatusUploadCompleted},
 	}
-	if t.Area.Kind == Machine {
+	if t.Area.Kind == place.Machine {
 		f.Details.MachineID = api.Int64(t.Area.MachineID)
 	}
 	return f

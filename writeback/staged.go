@@ -1,4 +1,4 @@
-package cache
+package writeback
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/place"
 )
 
 // Locks: Staging.mu (a leaf, see doc.go): a Staged's fields are guarded by its
@@ -23,7 +24,7 @@ type Staged struct {
 	f   *os.File // constant; closed once retired or removed and no longer open, or at Close
 
 	// guarded by s.mu
-	target      Target
+	target      place.Target
 	replaces    int64   // the service file the upload overwrites
 	deleteAfter []int64 // service files to delete once the upload succeeded
 	// sent are the ids the service gave this file's uploads begun since the
@@ -64,13 +65,13 @@ type Staged struct {
 	conflictID   int64  // the conflict copy's id
 }
 
-func (s *Staging) newStaged(seq int64, f *os.File, t Target, replaces int64) *Staged {
+func (s *Staging) newStaged(seq int64, f *os.File, t place.Target, replaces int64) *Staged {
 	return &Staged{s: s, seq: seq, f: f, target: t, replaces: replaces, gen: 1, settled: make(chan struct{}), lastMod: time.Now()}
 }
 
 // StagedInfo describes one staged file, for .ctl/uploads.
 type StagedInfo struct {
-	Target   Target
+	Target   place.Target
 	Path     string // the path in the mount, when known
 	Replaces int64  // id of the service file it overwrites; 0: none
 	Size     int64  // local size
@@ -165,7 +166,7 @@ func (st *Staged) Replaces() int64 {
 }
 
 // Target is where the file goes.
-func (st *Staged) Target() Target {
+func (st *Staged) Target() place.Target {
 	st.s.mu.Lock()
 	defer st.s.mu.Unlock()
 	return st.target

@@ -13,9 +13,10 @@ import (
 )
 
 const (
-	// maxFileLines bounds a Go file of the module, tests aside (the emulator
-	// included).
-	maxFileLines = 700
+	// maxFileLines is a smoke alarm, not a layout rule: a Go file of the
+	// module (tests aside, the emulator included) that grows past it has
+	// likely gone wrong; files are otherwise split by concern, not by size.
+	maxFileLines = 1000
 	// maxFuncLines bounds a function, from its signature to its closing
 	// brace, in the files of funcLimited (tests aside).
 	maxFuncLines = 80
@@ -23,7 +24,7 @@ const (
 
 // funcLimited are the folders (with the folders below them) and files, from
 // the module's root, whose functions are held to maxFuncLines.
-var funcLimited = []string{"fs", "cache", "internal/cli"}
+var funcLimited = []string{"fs", "cache", "internal/cli", "internal/emulator"}
 
 func TestFileSizes(t *testing.T) {
 	_, root := module(t)

@@ -78,6 +78,36 @@ func (e *Emulator) postDownload(c *call) (any, error) {
 		return nil, err
 	}
 	e.sweepJobs(c.now)
+	if err := req.checkOne(); err != nil {
+		return nil, err
+	}
+	ids := uniqueIDs(req.FileIDs)
+	if len(ids) == 1 {
+		return e.downloadOne(c, ids[0])
+	}
+	if !c.org.features[featureMultiDownload] {
+		return nil, errf(4710, "permission required: the organization has no %s feature", featureMultiDownload)
+	}
+	j := &job{org: c.org, created: c.now, expires: c.now.Add(jobLifetime)}
+	meta := map[string]any{}
+	var err error
+	switch {
+	case len(ids) > 1:
+		err = e.setFilesJob(c, j, ids, meta)
+	case req.DirectoryID != nil:
+		err = e.setDirectoryJob(c, j, *req.DirectoryID, meta)
+	default:
+		err = e.setTaskJob(c, j, *req.TaskID, meta)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.startJob(c, j, meta), nil
+}
+
+// checkOne checks that the request gives exactly one of directory_id,
+// file_ids (not empty) and task_id (4722).
+func (req *downloadRequest) checkOne() error {
 	given := 0
 	if req.DirectoryID != nil {
 		given++
@@ -89,93 +119,116 @@ func (e *Emulator) postDownload(c *call) (any, error) {
 		given++
 	}
 	if given != 1 {
-		return nil, errf(4722, "give exactly one of directory_id, file_ids, task_id (%d given)", given)
+		return errf(4722, "give exactly one of directory_id, file_ids, task_id (%d given)", given)
 	}
+	return nil
+}
+
+// uniqueIDs returns the ids of fileIDs (nil: none) in order, each once.
+func uniqueIDs(fileIDs *[]int64) []int64 {
 	var ids []int64
-	if req.FileIDs != nil {
+	if fileIDs != nil {
 		seen := map[int64]bool{}
-		for _, id := range *req.FileIDs {
+		for _, id := range *fileIDs {
 			if !seen[id] {
 				seen[id] = true
 				ids = append(ids, id)
 			}
 		}
 	}
-	if len(ids) == 1 {
-		id := ids[0]
+	return ids
+}
+
+// downloadOne answers a download of the single file id with its presigned
+// URL, as GET /files/{id}/download does. Called with mu held.
+func (e *Emulator) downloadOne(c *call, id int64) (any, error) {
+	if e.ownedElsewhere(c.org, id) {
+		return nil, notFound(fmt.Sprintf("file %d", id))
+	}
+	n := e.lookupNode(c.org, id)
+	if n == nil || n.kind != kindFile || !n.completed() {
+		return nil, errf(4717, "file %d not found", id)
+	}
+	return e.singleDownload(c, n), nil
+}
+
+// setFilesJob makes j a job bundling the files ids, every one of them a
+// completed file of the organization (4718 otherwise), and notes them in the
+// log's meta. Called with mu held.
+func (e *Emulator) setFilesJob(c *call, j *job, ids []int64, meta map[string]any) error {
+	missing := 0
+	var size int64
+	for _, id := range ids {
 		if e.ownedElsewhere(c.org, id) {
-			return nil, notFound(fmt.Sprintf("file %d", id))
+			return notFound(fmt.Sprintf("file %d", id))
 		}
 		n := e.lookupNode(c.org, id)
 		if n == nil || n.kind != kindFile || !n.completed() {
-			return nil, errf(4717, "file %d not found", id)
+			missing++
+			continue
 		}
-		return e.singleDownload(c, n), nil
+		size += n.size
 	}
-	if !c.org.features[featureMultiDownload] {
-		return nil, errf(4710, "permission required: the organization has no %s feature", featureMultiDownload)
+	if missing > 0 {
+		return errf(4718, "file count mismatch: %d of %d requested files not found", missing, len(ids))
 	}
-	j := &job{org: c.org, created: c.now, expires: c.now.Add(jobLifetime)}
-	meta := map[string]any{}
-	switch {
-	case len(ids) > 1:
-		missing := 0
-		var size int64
-		for _, id := range ids {
-			if e.ownedElsewhere(c.org, id) {
-				return nil, notFound(fmt.Sprintf("file %d", id))
-			}
-			n := e.lookupNode(c.org, id)
-			if n == nil || n.kind != kindFile || !n.completed() {
-				missing++
-				continue
-			}
-			size += n.size
-		}
-		if missing > 0 {
-			return nil, errf(4718, "file count mismatch: %d of %d requested files not found", missing, len(ids))
-		}
-		j.kind, j.fileIDs, j.size = jobFiles, ids, size
-		meta["file_ids"] = ids
-	case req.DirectoryID != nil:
-		id := *req.DirectoryID
-		if e.ownedElsewhere(c.org, id) {
-			return nil, notFound(fmt.Sprintf("directory %d", id))
-		}
-		d := e.lookupNode(c.org, id)
-		if d == nil || d.kind == kindFile || !d.completed() {
-			return nil, errf(4717, "directory %d not found", id)
-		}
-		files, size := countFiles(d)
-		if files == 0 {
-			return nil, errf(4719, "directory %d is empty or has no completed files", id)
-		}
-		j.kind, j.dirID, j.size = jobDirectory, id, size
-		j.name = d.name + ".zip"
-		if d.kind == kindRoot {
-			j.name = map[areaKind]string{areaShared: "shared-storage.zip", areaMachine: "computer-storage.zip", areaRecordings: "recordings.zip"}[d.area.kind]
-		}
-		meta["directory_id"] = id
-	default:
-		id := *req.TaskID
-		t := e.tasks[id]
-		if t == nil || t.org != c.org {
-			return nil, notFound(fmt.Sprintf("task %d", id))
-		}
-		var files int
-		var size int64
-		for _, f := range t.folders() {
-			n, s := countFiles(f)
-			files += n
-			size += s
-		}
-		if files == 0 {
-			return nil, errf(4719, "the folders of task %d hold no completed files", id)
-		}
-		j.kind, j.taskID, j.size = jobTask, id, size
-		j.name = "task-" + itoa(id) + ".zip"
-		meta["task_id"] = id
+	j.kind, j.fileIDs, j.size = jobFiles, ids, size
+	meta["file_ids"] = ids
+	return nil
+}
+
+// setDirectoryJob makes j a job bundling the directory id, which must hold
+// completed files (4719), names its ZIP, and notes it in the log's meta.
+// Called with mu held.
+func (e *Emulator) setDirectoryJob(c *call, j *job, id int64, meta map[string]any) error {
+	if e.ownedElsewhere(c.org, id) {
+		return notFound(fmt.Sprintf("directory %d", id))
 	}
+	d := e.lookupNode(c.org, id)
+	if d == nil || d.kind == kindFile || !d.completed() {
+		return errf(4717, "directory %d not found", id)
+	}
+	files, size := countFiles(d)
+	if files == 0 {
+		return errf(4719, "directory %d is empty or has no completed files", id)
+	}
+	j.kind, j.dirID, j.size = jobDirectory, id, size
+	j.name = d.name + ".zip"
+	if d.kind == kindRoot {
+		j.name = map[areaKind]string{areaShared: "shared-storage.zip", areaMachine: "computer-storage.zip", areaRecordings: "recordings.zip"}[d.area.kind]
+	}
+	meta["directory_id"] = id
+	return nil
+}
+
+// setTaskJob makes j a job bundling the folders of the task id, which must
+// hold completed files (4719), names its ZIP, and notes it in the log's
+// meta. Called with mu held.
+func (e *Emulator) setTaskJob(c *call, j *job, id int64, meta map[string]any) error {
+	t := e.tasks[id]
+	if t == nil || t.org != c.org {
+		return notFound(fmt.Sprintf("task %d", id))
+	}
+	var files int
+	var size int64
+	for _, f := range t.folders() {
+		n, s := countFiles(f)
+		files += n
+		size += s
+	}
+	if files == 0 {
+		return errf(4719, "the folders of task %d hold no completed files", id)
+	}
+	j.kind, j.taskID, j.size = jobTask, id, size
+	j.name = "task-" + itoa(id) + ".zip"
+	meta["task_id"] = id
+	return nil
+}
+
+// startJob registers the job j, has its ZIP built in the background, logs
+// the download with meta and answers the job's envelope fields. Called with
+// mu held.
+func (e *Emulator) startJob(c *call, j *job, meta map[string]any) map[string]any {
 	j.id = e.newID()
 	if j.kind == jobFiles {
 		j.name = "files-" + itoa(j.id) + ".zip"
@@ -193,7 +246,7 @@ func (e *Emulator) postDownload(c *call) (any, error) {
 	if e.dialect.DownloadIDStrings {
 		downloadID = itoa(j.id)
 	}
-	return map[string]any{"url": nil, "size": j.size, "name": j.name, "content_type": "application/zip", "download_id": downloadID}, nil
+	return map[string]any{"url": nil, "size": j.size, "name": j.name, "content_type": "application/zip", "download_id": downloadID}
 }
 
 // countFiles counts the completed files below d and their bytes.

@@ -231,37 +231,64 @@ func New(opts Options) (*Emulator, error) {
 	return e, nil
 }
 
+// stateHint ends the errors about a saved state that cannot be used.
+const stateHint = "the state is left as it is: repair it, or move it away to start from a seed"
+
 // open prepares the data directory, the object store and the state: the
 // saved one when the data directory has one, else the seed's.
 func (e *Emulator) open() error {
-	opts := e.opts
-	if opts.DataDir == "" {
+	if err := e.openDataDir(); err != nil {
+		return err
+	}
+	statePath := filepath.Join(e.dataDir, stateFile)
+	var st *stateJSON
+	if !e.removeDir {
+		var err error
+		if st, err = readState(statePath); err != nil {
+			return fmt.Errorf("%w (%s)", err, stateHint)
+		}
+	}
+	objDir := filepath.Join(e.dataDir, "objects")
+	if err := e.initObjectSecret(st, statePath, objDir); err != nil {
+		return err
+	}
+	if err := e.openStore(objDir); err != nil {
+		return err
+	}
+	e.handler = e.newHandler()
+	if st != nil {
+		return e.resume(st, statePath, objDir)
+	}
+	return e.seedFresh(statePath)
+}
+
+// openDataDir sets the data directory: a temporary one (removed by Close)
+// without Options.DataDir, else that one, created when missing and locked.
+func (e *Emulator) openDataDir() error {
+	if e.opts.DataDir == "" {
 		d, err := os.MkdirTemp("", "orgfs-emulator-")
 		if err != nil {
 			return err
 		}
 		e.dataDir, e.removeDir = d, true
-	} else {
-		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-			return err
-		}
-		e.dataDir = opts.DataDir
-		lock, err := lockDir(e.dataDir)
-		if err != nil {
-			return err
-		}
-		e.lock = lock
+		return nil
 	}
-	statePath := filepath.Join(e.dataDir, stateFile)
-	const hint = "the state is left as it is: repair it, or move it away to start from a seed"
-	var st *stateJSON
-	if !e.removeDir {
-		var err error
-		if st, err = readState(statePath); err != nil {
-			return fmt.Errorf("%w (%s)", err, hint)
-		}
+	if err := os.MkdirAll(e.opts.DataDir, 0o700); err != nil {
+		return err
 	}
-	objDir := filepath.Join(e.dataDir, "objects")
+	e.dataDir = e.opts.DataDir
+	lock, err := lockDir(e.dataDir)
+	if err != nil {
+		return err
+	}
+	e.lock = lock
+	return nil
+}
+
+// initObjectSecret sets the secret of the presigned URLs: the saved state's
+// when there is one (st), else a new one, the objects of an earlier run
+// (objDir) being removed.
+func (e *Emulator) initObjectSecret(st *stateJSON, statePath, objDir string) error {
 	if st == nil {
 		// Objects of an earlier run are not referenced by this run's state.
 		if err := os.RemoveAll(objDir); err != nil {
@@ -271,12 +298,18 @@ func (e *Emulator) open() error {
 		if _, err := rand.Read(e.objSecret); err != nil {
 			return err
 		}
-	} else {
-		var err error
-		if e.objSecret, err = objectSecret(st); err != nil {
-			return fmt.Errorf("%s: %w (%s)", statePath, err, hint)
-		}
+		return nil
 	}
+	var err error
+	if e.objSecret, err = objectSecret(st); err != nil {
+		return fmt.Errorf("%s: %w (%s)", statePath, err, stateHint)
+	}
+	return nil
+}
+
+// openStore opens the object store on objDir, with faults of its own.
+func (e *Emulator) openStore(objDir string) error {
+	opts := e.opts
 	e.objFaults = faults.New(opts.FaultRate, opts.FaultSeed+1)
 	store, err := objstore.New(objstore.Options{
 		Dir:           objDir,
@@ -291,45 +324,54 @@ func (e *Emulator) open() error {
 		return fmt.Errorf("object store: %w", err)
 	}
 	e.store = store
-	e.handler = e.newHandler()
-	if st != nil {
-		if err := e.restore(st); err != nil {
-			return fmt.Errorf("%s: %w (%s)", statePath, err, hint)
-		}
-		keys, err := store.Keys()
-		if err != nil {
-			return err
-		}
-		e.mu.Lock()
-		missing := e.tidyObjects(keys)
-		for _, j := range e.jobs {
-			if j.final == "" {
-				e.buildLater(j) // its ZIP was not kept
-			}
-		}
-		e.restored, e.persist = true, true
-		e.mu.Unlock()
-		log := e.log.WithFields(map[string]any{"state": statePath, "seed": st.Seed, "seeded_at": isoTime(st.SeededAt), "saved_at": isoTime(st.SavedAt)})
-		if missing > 0 {
-			log.Warnf("%d files have lost their content (objects missing from %s)", missing, objDir)
-		}
-		if opts.Seed != st.Seed {
-			log.Infof("state restored; the seed %q is not applied (remove %s to start from it)", opts.Seed, statePath)
-		} else {
-			log.Info("state restored; the seed is not applied again")
-		}
-		return nil
+	return nil
+}
+
+// resume restores the saved state st, tidies the objects against it,
+// schedules the ZIPs that were not kept, and turns saving on.
+func (e *Emulator) resume(st *stateJSON, statePath, objDir string) error {
+	if err := e.restore(st); err != nil {
+		return fmt.Errorf("%s: %w (%s)", statePath, err, stateHint)
 	}
-	if err := e.seed(opts.Seed); err != nil {
-		return fmt.Errorf("seed %s: %w", opts.Seed, err)
+	keys, err := e.store.Keys()
+	if err != nil {
+		return err
 	}
-	if opts.Seed == SeedBench {
+	e.mu.Lock()
+	missing := e.tidyObjects(keys)
+	for _, j := range e.jobs {
+		if j.final == "" {
+			e.buildLater(j) // its ZIP was not kept
+		}
+	}
+	e.restored, e.persist = true, true
+	e.mu.Unlock()
+	log := e.log.WithFields(map[string]any{"state": statePath, "seed": st.Seed, "seeded_at": isoTime(st.SeededAt), "saved_at": isoTime(st.SavedAt)})
+	if missing > 0 {
+		log.Warnf("%d files have lost their content (objects missing from %s)", missing, objDir)
+	}
+	if e.opts.Seed != st.Seed {
+		log.Infof("state restored; the seed %q is not applied (remove %s to start from it)", e.opts.Seed, statePath)
+	} else {
+		log.Info("state restored; the seed is not applied again")
+	}
+	return nil
+}
+
+// seedFresh applies the seed of the options and, when the state is kept,
+// saves it at once and turns saving on.
+func (e *Emulator) seedFresh(statePath string) error {
+	seed := e.opts.Seed
+	if err := e.seed(seed); err != nil {
+		return fmt.Errorf("seed %s: %w", seed, err)
+	}
+	if seed == SeedBench {
 		if err := e.seedBench(); err != nil {
-			return fmt.Errorf("seed %s: %w", opts.Seed, err)
+			return fmt.Errorf("seed %s: %w", seed, err)
 		}
 	}
 	e.mu.Lock()
-	e.seededWith, e.seededAt = opts.Seed, e.now()
+	e.seededWith, e.seededAt = seed, e.now()
 	e.mu.Unlock()
 	if e.removeDir {
 		return nil
@@ -340,7 +382,7 @@ func (e *Emulator) open() error {
 	e.mu.Lock()
 	e.persist = true
 	e.mu.Unlock()
-	e.log.WithField("state", statePath).Infof("no saved state: seeded %s; the state is kept in %s", opts.Seed, statePath)
+	e.log.WithField("state", statePath).Infof("no saved state: seeded %s; the state is kept in %s", seed, statePath)
 	return nil
 }
 

@@ -50,60 +50,81 @@ type apiHandler struct {
 // newHandler registers every route of the interface.
 func (e *Emulator) newHandler() *apiHandler {
 	h := &apiHandler{e: e, mux: http.NewServeMux(), routes: map[string]bool{}}
-	// locked: the handler runs with e.mu held and every state machine advanced.
-	locked := func(method, path string, f apiFunc) {
-		h.register(method, path, func(c *call) (any, error) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.tick(c.now)
-			return f(c)
-		})
-	}
-	// unlocked: the handler does object-store I/O and takes e.mu itself.
-	unlocked := h.register
+	h.locked("GET", "/usage", e.getUsage)
+	h.locked("GET", "/usage/machines", e.getUsageMachines)
+	h.locked("GET", "/usage/machines/{id}", e.getUsageMachine)
+	h.locked("POST", "/usage/assign", e.postUsageAssign)
+	h.locked("POST", "/usage/retrieve", e.postUsageRetrieve)
 
-	locked("GET", "/usage", e.getUsage)
-	locked("GET", "/usage/machines", e.getUsageMachines)
-	locked("GET", "/usage/machines/{id}", e.getUsageMachine)
-	locked("POST", "/usage/assign", e.postUsageAssign)
-	locked("POST", "/usage/retrieve", e.postUsageRetrieve)
-
-	locked("GET", "/images", e.getImages)
+	h.locked("GET", "/images", e.getImages)
 	if !e.dialect.NoGetImage {
-		locked("GET", "/images/{id}", e.getImage)
+		h.locked("GET", "/images/{id}", e.getImage)
 	}
-	locked("POST", "/images", e.postImage)
-	locked("POST", "/images/install", e.postImageInstall)
-	locked("POST", "/images/{id}/assign", e.postImageAssign)
-	locked("DELETE", "/images/{id}", e.deleteImage)
+	h.locked("POST", "/images", e.postImage)
+	h.locked("POST", "/images/install", e.postImageInstall)
+	h.locked("POST", "/images/{id}/assign", e.postImageAssign)
+	h.locked("DELETE", "/images/{id}", e.deleteImage)
 
-	locked("GET", "/software", e.getSoftware)
+	h.locked("GET", "/software", e.getSoftware)
 
-	locked("POST", "/seats", e.postSeats)
-	locked("GET", "/seats", e.getSeats)
+	h.registerComputers()
+	h.registerFiles()
+
+	h.locked("GET", "/user-action-logs", e.getLogs)
+
+	h.mux.Handle("/", h.adapt(func(c *call) (any, error) {
+		return nil, errf(404, "no route %s %s", c.r.Method, strings.TrimPrefix(c.r.URL.Path, Prefix))
+	}))
+	return h
+}
+
+// locked registers a route whose handler runs with e.mu held and every state
+// machine advanced.
+func (h *apiHandler) locked(method, path string, f apiFunc) {
+	e := h.e
+	h.register(method, path, func(c *call) (any, error) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.tick(c.now)
+		return f(c)
+	})
+}
+
+// registerComputers registers the routes of computers: /seats and the
+// per-computer routes.
+func (h *apiHandler) registerComputers() {
+	e := h.e
+	h.locked("POST", "/seats", e.postSeats)
+	h.locked("GET", "/seats", e.getSeats)
 	// Both forms of every per-computer route are served (service-notes),
 	// unless the dialect keeps one (dialect.go).
 	both, others := e.dialect.computerBases()
 	for _, base := range others {
-		locked("POST", base+"/start", e.postStart)
-		locked("POST", base+"/stop", e.postStop)
-		locked("POST", base+"/access", e.postAccess)
-		locked("POST", base+"/reset", e.postReset)
-		locked("GET", base+"/available-machine-types", e.getMachineTypes)
-		locked("POST", base+"/machine-type", e.postMachineType)
+		h.locked("POST", base+"/start", e.postStart)
+		h.locked("POST", base+"/stop", e.postStop)
+		h.locked("POST", base+"/access", e.postAccess)
+		h.locked("POST", base+"/reset", e.postReset)
+		h.locked("GET", base+"/available-machine-types", e.getMachineTypes)
+		h.locked("POST", base+"/machine-type", e.postMachineType)
 	}
 	for _, base := range both {
-		locked("POST", base+"/list-content", e.postListContent)
-		locked("GET", base+"/files", e.getMachineFiles)
+		h.locked("POST", base+"/list-content", e.postListContent)
+		h.locked("GET", base+"/files", e.getMachineFiles)
 	}
+}
 
-	locked("GET", "/files", e.getFiles)
-	locked("GET", "/files/recordings", e.getRecordings)
-	locked("POST", "/files", e.postFiles)
-	unlocked("POST", "/files/{id}/complete", e.postComplete)
-	locked("DELETE", "/files/{id}", e.deleteFile)
-	locked("POST", "/files/download", e.postDownload)
-	locked("DELETE", "/files/downloads/{id}", e.deleteDownload)
+// registerFiles registers the routes of files: listings, uploads, deletion
+// and downloads.
+func (h *apiHandler) registerFiles() {
+	e := h.e
+	h.locked("GET", "/files", e.getFiles)
+	h.locked("GET", "/files/recordings", e.getRecordings)
+	h.locked("POST", "/files", e.postFiles)
+	// unlocked: the handler does object-store I/O and takes e.mu itself.
+	h.register("POST", "/files/{id}/complete", e.postComplete)
+	h.locked("DELETE", "/files/{id}", e.deleteFile)
+	h.locked("POST", "/files/download", e.postDownload)
+	h.locked("DELETE", "/files/downloads/{id}", e.deleteDownload)
 	// GET /files/{id}/download and GET /files/downloads/{id} overlap as
 	// ServeMux patterns (/files/downloads/download matches both), so one
 	// pattern serves both and routeName tells them apart.
@@ -121,13 +142,6 @@ func (e *Emulator) newHandler() *apiHandler {
 		}
 		return nil, errf(404, "no route %s %s", c.r.Method, strings.TrimPrefix(c.r.URL.Path, Prefix))
 	}))
-
-	locked("GET", "/user-action-logs", e.getLogs)
-
-	h.mux.Handle("/", h.adapt(func(c *call) (any, error) {
-		return nil, errf(404, "no route %s %s", c.r.Method, strings.TrimPrefix(c.r.URL.Path, Prefix))
-	}))
-	return h
 }
 
 func (h *apiHandler) register(method, path string, f apiFunc) {

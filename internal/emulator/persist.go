@@ -224,6 +224,33 @@ func steps(ss []step) []stepState {
 func (e *Emulator) capture() *stateJSON {
 	st := &stateJSON{Version: stateVersion, Seed: e.seededWith, SeededAt: e.seededAt, SavedAt: e.now(),
 		NextID: e.nextID, NextLogID: e.nextLogID, ObjectSecret: hex.EncodeToString(e.objSecret)}
+	st.Orgs, st.Fixtures = e.captureOrgs()
+	for id, o := range e.seatless {
+		st.Seatless = append(st.Seatless, seatlessJSON{ID: id, Org: o.name})
+	}
+	sort.Slice(st.Seatless, func(i, j int) bool { return st.Seatless[i].ID < st.Seatless[j].ID })
+	st.Seats = e.captureSeats()
+	st.Images = e.captureImages()
+	st.Tasks = e.captureTasks()
+	st.Nodes = e.captureNodes()
+	for _, j := range e.jobs {
+		st.Jobs = append(st.Jobs, jobState{ID: j.id, Org: j.org.name, Kind: jobKinds[j.kind], DirID: j.dirID,
+			FileIDs: append([]int64(nil), j.fileIDs...), TaskID: j.taskID, Name: j.name, Size: j.size,
+			Created: j.created, Expires: j.expires, Final: j.final, ZipSize: j.zipSize})
+	}
+	sort.Slice(st.Jobs, func(i, j int) bool { return st.Jobs[i].ID < st.Jobs[j].ID })
+	st.Logs = make([]logState, len(e.logs))
+	for i, l := range e.logs {
+		st.Logs[i] = logState{ID: l.id, Org: l.org.name, ActionType: l.actionType, User: userID(l.user),
+			MachineID: l.machineID, Metadata: l.metadata, Created: l.created}
+	}
+	return st
+}
+
+// captureOrgs copies the organizations, with their users and features, and
+// the fixtures of those that have some, in the order of e.orgs. Called with
+// mu held.
+func (e *Emulator) captureOrgs() (orgs []orgJSON, fixtures []Fixtures) {
 	for _, o := range e.orgs {
 		oj := orgJSON{Name: o.name, Key: o.key, Secret: o.secret, Region: o.region, Storage: o.storage,
 			UsageMinutes: o.usageMinutes, MachineTypeID: o.machineType.id, TypeIDs: append([]int64(nil), o.typeIDs...),
@@ -237,15 +264,17 @@ func (e *Emulator) capture() *stateJSON {
 		for _, u := range o.users {
 			oj.Users = append(oj.Users, userState{ID: u.intID, UUID: u.uuid, Email: u.email, Name: u.name})
 		}
-		st.Orgs = append(st.Orgs, oj)
+		orgs = append(orgs, oj)
 		if fx, ok := e.fixtures[o.name]; ok {
-			st.Fixtures = append(st.Fixtures, fx)
+			fixtures = append(fixtures, fx)
 		}
 	}
-	for id, o := range e.seatless {
-		st.Seatless = append(st.Seatless, seatlessJSON{ID: id, Org: o.name})
-	}
-	sort.Slice(st.Seatless, func(i, j int) bool { return st.Seatless[i].ID < st.Seatless[j].ID })
+	return orgs, fixtures
+}
+
+// captureSeats copies the computers, by id. Called with mu held.
+func (e *Emulator) captureSeats() []seatState {
+	var seats []seatState
 	for _, s := range e.seats {
 		ss := seatState{ID: s.id, Org: s.org.name, Name: s.name, Status: s.status, Steps: steps(s.steps),
 			PlanID: s.plan.id, DiskGB: s.diskGB, Storage: areaState{s.area.root.id, s.area.quota},
@@ -266,9 +295,15 @@ func (e *Emulator) capture() *stateJSON {
 		if s.task != nil {
 			ss.Task = s.task.id
 		}
-		st.Seats = append(st.Seats, ss)
+		seats = append(seats, ss)
 	}
-	sort.Slice(st.Seats, func(i, j int) bool { return st.Seats[i].ID < st.Seats[j].ID })
+	sort.Slice(seats, func(i, j int) bool { return seats[i].ID < seats[j].ID })
+	return seats
+}
+
+// captureImages copies the images, by id. Called with mu held.
+func (e *Emulator) captureImages() []imageState {
+	var images []imageState
 	for _, im := range e.images {
 		is := imageState{ID: im.id, Org: im.org.name, Name: im.name, SizeGB: im.sizeGB, Status: im.status,
 			Steps: steps(im.steps), Source: im.source, Created: im.created, Updated: im.updated, Software: []int64{}}
@@ -278,9 +313,16 @@ func (e *Emulator) capture() *stateJSON {
 		if im.fromSeat != nil {
 			is.FromSeat = im.fromSeat.id
 		}
-		st.Images = append(st.Images, is)
+		images = append(images, is)
 	}
-	sort.Slice(st.Images, func(i, j int) bool { return st.Images[i].ID < st.Images[j].ID })
+	sort.Slice(images, func(i, j int) bool { return images[i].ID < images[j].ID })
+	return images
+}
+
+// captureTasks copies the tasks, by id, with the folders that are not
+// deleted. Called with mu held.
+func (e *Emulator) captureTasks() []taskState {
+	var tasks []taskState
 	for _, t := range e.tasks {
 		ts := taskState{ID: t.id, Org: t.org.name, Seat: t.seat.id, Name: t.name, Recordings: []int64{}, Created: t.created}
 		if t.output != nil && !t.output.deleted {
@@ -291,10 +333,16 @@ func (e *Emulator) capture() *stateJSON {
 				ts.Recordings = append(ts.Recordings, r.id)
 			}
 		}
-		st.Tasks = append(st.Tasks, ts)
+		tasks = append(tasks, ts)
 	}
-	sort.Slice(st.Tasks, func(i, j int) bool { return st.Tasks[i].ID < st.Tasks[j].ID })
-	st.Nodes = make([]nodeState, 0, len(e.nodes))
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i].ID < tasks[j].ID })
+	return tasks
+}
+
+// captureNodes copies the nodes (roots, folders, files and uploads), by id.
+// Called with mu held.
+func (e *Emulator) captureNodes() []nodeState {
+	nodes := make([]nodeState, 0, len(e.nodes))
 	for _, n := range e.nodes {
 		ns := nodeState{ID: n.id, Name: n.name, Kind: n.kind.String(), Size: n.size, ContentType: n.contentType,
 			Modified: n.modified, User: userID(n.user), UID: n.uid, ObjKey: n.objKey, MachineID: n.machineID}
@@ -305,21 +353,10 @@ func (e *Emulator) capture() *stateJSON {
 			ns.Upload = &uploadState{Declared: up.declared, Chunk: up.chunk, Parts: up.parts, Overwrite: up.overwrite,
 				Done: up.done, ETags: append([]string(nil), up.etags...)}
 		}
-		st.Nodes = append(st.Nodes, ns)
+		nodes = append(nodes, ns)
 	}
-	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].ID < st.Nodes[j].ID })
-	for _, j := range e.jobs {
-		st.Jobs = append(st.Jobs, jobState{ID: j.id, Org: j.org.name, Kind: jobKinds[j.kind], DirID: j.dirID,
-			FileIDs: append([]int64(nil), j.fileIDs...), TaskID: j.taskID, Name: j.name, Size: j.size,
-			Created: j.created, Expires: j.expires, Final: j.final, ZipSize: j.zipSize})
-	}
-	sort.Slice(st.Jobs, func(i, j int) bool { return st.Jobs[i].ID < st.Jobs[j].ID })
-	st.Logs = make([]logState, len(e.logs))
-	for i, l := range e.logs {
-		st.Logs[i] = logState{ID: l.id, Org: l.org.name, ActionType: l.actionType, User: userID(l.user),
-			MachineID: l.machineID, Metadata: l.metadata, Created: l.created}
-	}
-	return st
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	return nodes
 }
 
 // changed notes that the state changed: it is saved within saveDelay (or

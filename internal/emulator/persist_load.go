@@ -53,14 +53,100 @@ func readState(path string) (*stateJSON, error) {
 func (e *Emulator) restore(st *stateJSON) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	bad := func(format string, args ...any) error { return fmt.Errorf("inconsistent state: "+format, args...) }
 	e.seededWith, e.seededAt = st.Seed, st.SeededAt
 	e.nextID, e.nextLogID = st.NextID, st.NextLogID
 
 	// Nodes first, unlinked; the areas claim their roots.
+	if err := e.restoreNodes(st); err != nil {
+		return err
+	}
+	users := stateUsers{}
+	if err := e.restoreOrgs(st, users); err != nil {
+		return err
+	}
+	if err := e.restoreSeatless(st); err != nil {
+		return err
+	}
+	// Computers, images and tasks, then the references between them.
+	if err := e.restoreSeats(st, users); err != nil {
+		return err
+	}
+	if err := e.restoreImages(st); err != nil {
+		return err
+	}
+	if err := e.restoreTasks(st); err != nil {
+		return err
+	}
+	if err := e.linkSeats(st); err != nil {
+		return err
+	}
+	if err := e.linkNodes(st, users); err != nil {
+		return err
+	}
+	if err := e.restoreJobs(st); err != nil {
+		return err
+	}
+	if err := e.restoreLogs(st, users); err != nil {
+		return err
+	}
+	for _, fx := range st.Fixtures {
+		e.fixtures[fx.Org] = fx
+	}
+	e.raiseCounters()
+	// Whatever fell due while the emulator was away happens now.
+	now := e.now()
+	e.tick(now)
+	e.sweepJobs(now)
+	return nil
+}
+
+// inconsistent is the error of a state that does not hold together.
+func inconsistent(format string, args ...any) error {
+	return fmt.Errorf("inconsistent state: "+format, args...)
+}
+
+// stateUsers are the users of the restored organizations: organization name
+// → user id → user.
+type stateUsers map[string]map[int64]*user
+
+// user finds the user id (0: none) of o, for what refers to it.
+func (users stateUsers) user(o *org, id int64, what string) (*user, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	if u := users[o.name][id]; u != nil {
+		return u, nil
+	}
+	return nil, inconsistent("%s: %s has no user %d", what, o.name, id)
+}
+
+// stateOrg finds the organization name, for what refers to it. Called with
+// mu held.
+func (e *Emulator) stateOrg(name, what string) (*org, error) {
+	o, err := e.orgByName(name)
+	if err != nil {
+		return nil, inconsistent("%s: unknown organization %q", what, name)
+	}
+	return o, nil
+}
+
+// claimRoot gives the area a the root and quota of as; the root must be a
+// root node no other area has claimed. Called with mu held.
+func (e *Emulator) claimRoot(a *area, as areaState, what string) error {
+	r := e.nodes[as.Root]
+	if r == nil || r.kind != kindRoot || r.area != nil {
+		return inconsistent("%s: root %d is not a root of its own", what, as.Root)
+	}
+	a.root, a.quota, r.area, r.org = r, as.Quota, a, a.org
+	return nil
+}
+
+// restoreNodes registers the nodes of st, not yet linked to their parents
+// and areas. Called with mu held, by restore.
+func (e *Emulator) restoreNodes(st *stateJSON) error {
 	for _, ns := range st.Nodes {
 		if e.nodes[ns.ID] != nil || ns.ID <= 0 {
-			return bad("file id %d repeated or invalid", ns.ID)
+			return inconsistent("file id %d repeated or invalid", ns.ID)
 		}
 		n := &node{id: ns.ID, name: ns.Name, size: ns.Size, contentType: ns.ContentType, modified: ns.Modified,
 			uid: ns.UID, objKey: ns.ObjKey, machineID: ns.MachineID}
@@ -72,7 +158,7 @@ func (e *Emulator) restore(st *stateJSON) error {
 		case "file":
 			n.kind = kindFile
 		default:
-			return bad("file %d has kind %q", ns.ID, ns.Kind)
+			return inconsistent("file %d has kind %q", ns.ID, ns.Kind)
 		}
 		if n.kind != kindFile {
 			n.children = map[string]*node{}
@@ -82,44 +168,25 @@ func (e *Emulator) restore(st *stateJSON) error {
 		}
 		e.nodes[n.id] = n
 	}
-	claim := func(a *area, as areaState, what string) error {
-		r := e.nodes[as.Root]
-		if r == nil || r.kind != kindRoot || r.area != nil {
-			return bad("%s: root %d is not a root of its own", what, as.Root)
-		}
-		a.root, a.quota, r.area, r.org = r, as.Quota, a, a.org
-		return nil
-	}
+	return nil
+}
 
-	users := map[string]map[int64]*user{}
-	userOf := func(o *org, id int64, what string) (*user, error) {
-		if id == 0 {
-			return nil, nil
-		}
-		if u := users[o.name][id]; u != nil {
-			return u, nil
-		}
-		return nil, bad("%s: %s has no user %d", what, o.name, id)
-	}
-	orgOf := func(name, what string) (*org, error) {
-		o, err := e.orgByName(name)
-		if err != nil {
-			return nil, bad("%s: unknown organization %q", what, name)
-		}
-		return o, nil
-	}
+// restoreOrgs registers the organizations of st, with their users (noted in
+// users), features and the roots of their shared storage and recordings.
+// Called with mu held, by restore.
+func (e *Emulator) restoreOrgs(st *stateJSON, users stateUsers) error {
 	for _, oj := range st.Orgs {
 		if _, err := e.orgByName(oj.Name); err == nil || e.byKey[oj.Key] != nil || len(oj.Users) == 0 || oj.Secret == "" {
-			return bad("organization %q repeated, without users or without credentials", oj.Name)
+			return inconsistent("organization %q repeated, without users or without credentials", oj.Name)
 		}
 		o := &org{name: oj.Name, key: oj.Key, secret: oj.Secret, features: map[string]bool{}, region: oj.Region,
 			storage: oj.Storage, usageMinutes: oj.UsageMinutes, machineType: e.catalog.machineType(oj.MachineTypeID), typeIDs: oj.TypeIDs}
 		if o.machineType == nil || len(o.typeIDs) == 0 {
-			return bad("organization %s: unknown machine type %d", o.name, oj.MachineTypeID)
+			return inconsistent("organization %s: unknown machine type %d", o.name, oj.MachineTypeID)
 		}
 		for _, id := range o.typeIDs {
 			if e.catalog.machineType(id) == nil {
-				return bad("organization %s: unknown machine type %d", o.name, id)
+				return inconsistent("organization %s: unknown machine type %d", o.name, id)
 			}
 		}
 		for _, f := range oj.Features {
@@ -129,7 +196,7 @@ func (e *Emulator) restore(st *stateJSON) error {
 		for _, us := range oj.Users {
 			u := &user{intID: us.ID, uuid: us.UUID, email: us.Email, name: us.Name}
 			if users[o.name][u.intID] != nil || u.intID == 0 {
-				return bad("organization %s: user id %d repeated or zero", o.name, u.intID)
+				return inconsistent("organization %s: user id %d repeated or zero", o.name, u.intID)
 			}
 			users[o.name][u.intID] = u
 			o.users = append(o.users, u)
@@ -137,30 +204,41 @@ func (e *Emulator) restore(st *stateJSON) error {
 		o.admin = o.users[0]
 		o.shared = &area{kind: areaShared, org: o}
 		o.recordings = &area{kind: areaRecordings, org: o}
-		if err := claim(o.shared, oj.Shared, o.name+" shared storage"); err != nil {
+		if err := e.claimRoot(o.shared, oj.Shared, o.name+" shared storage"); err != nil {
 			return err
 		}
-		if err := claim(o.recordings, oj.Recordings, o.name+" recordings"); err != nil {
+		if err := e.claimRoot(o.recordings, oj.Recordings, o.name+" recordings"); err != nil {
 			return err
 		}
 		e.orgs = append(e.orgs, o)
 		e.byKey[o.key] = o
 	}
 	if len(e.orgs) == 0 {
-		return bad("no organizations")
+		return inconsistent("no organizations")
 	}
+	return nil
+}
+
+// restoreSeatless registers the machines of st without a seat. Called with
+// mu held, by restore.
+func (e *Emulator) restoreSeatless(st *stateJSON) error {
 	for _, sl := range st.Seatless {
-		o, err := orgOf(sl.Org, fmt.Sprintf("machine %d", sl.ID))
+		o, err := e.stateOrg(sl.Org, fmt.Sprintf("machine %d", sl.ID))
 		if err != nil {
 			return err
 		}
 		e.seatless[sl.ID] = o
 	}
+	return nil
+}
 
-	// Computers, images and tasks, then the references between them.
+// restoreSeats registers the computers of st with their storage; their
+// images and tasks are linked later (linkSeats). Called with mu held, by
+// restore.
+func (e *Emulator) restoreSeats(st *stateJSON, users stateUsers) error {
 	for _, ss := range st.Seats {
 		what := fmt.Sprintf("computer %d", ss.ID)
-		o, err := orgOf(ss.Org, what)
+		o, err := e.stateOrg(ss.Org, what)
 		if err != nil {
 			return err
 		}
@@ -170,7 +248,7 @@ func (e *Emulator) restore(st *stateJSON) error {
 			perms: ss.Permissions, region: ss.Region, machineType: e.catalog.machineType(ss.MachineTypeID),
 			liveRevision: ss.LiveRevision, created: ss.Created}
 		if e.seats[s.id] != nil || s.plan == nil || s.machineType == nil {
-			return bad("%s repeated, or of an unknown plan or machine type", what)
+			return inconsistent("%s repeated, or of an unknown plan or machine type", what)
 		}
 		for _, x := range ss.Steps {
 			s.steps = append(s.steps, step{at: x.At, status: x.Status})
@@ -178,18 +256,24 @@ func (e *Emulator) restore(st *stateJSON) error {
 		if ss.LastSession != nil {
 			s.lastSession = *ss.LastSession
 		}
-		if s.user, err = userOf(o, ss.User, what); err != nil {
+		if s.user, err = users.user(o, ss.User, what); err != nil {
 			return err
 		}
 		s.area = &area{kind: areaMachine, org: o, machineID: s.id}
-		if err := claim(s.area, ss.Storage, what+" storage"); err != nil {
+		if err := e.claimRoot(s.area, ss.Storage, what+" storage"); err != nil {
 			return err
 		}
 		e.seats[s.id] = s
 	}
+	return nil
+}
+
+// restoreImages registers the images of st, with their software and the
+// computer they were made from. Called with mu held, by restore.
+func (e *Emulator) restoreImages(st *stateJSON) error {
 	for _, is := range st.Images {
 		what := fmt.Sprintf("image %d", is.ID)
-		o, err := orgOf(is.Org, what)
+		o, err := e.stateOrg(is.Org, what)
 		if err != nil {
 			return err
 		}
@@ -201,66 +285,82 @@ func (e *Emulator) restore(st *stateJSON) error {
 		for _, id := range is.Software {
 			sw := e.catalog.softwareByID(id)
 			if sw == nil {
-				return bad("%s: unknown software %d", what, id)
+				return inconsistent("%s: unknown software %d", what, id)
 			}
 			im.software = append(im.software, sw)
 		}
 		if is.FromSeat != 0 {
 			if im.fromSeat = e.seats[is.FromSeat]; im.fromSeat == nil {
-				return bad("%s: unknown computer %d", what, is.FromSeat)
+				return inconsistent("%s: unknown computer %d", what, is.FromSeat)
 			}
 		}
 		if e.images[im.id] != nil {
-			return bad("%s repeated", what)
+			return inconsistent("%s repeated", what)
 		}
 		e.images[im.id] = im
 	}
+	return nil
+}
+
+// restoreTasks registers the tasks of st, with their computer and folders.
+// Called with mu held, by restore.
+func (e *Emulator) restoreTasks(st *stateJSON) error {
 	for _, ts := range st.Tasks {
 		what := fmt.Sprintf("task %d", ts.ID)
-		o, err := orgOf(ts.Org, what)
+		o, err := e.stateOrg(ts.Org, what)
 		if err != nil {
 			return err
 		}
 		t := &task{id: ts.ID, org: o, seat: e.seats[ts.Seat], name: ts.Name, created: ts.Created}
 		if t.seat == nil || t.seat.org != o || e.tasks[t.id] != nil {
-			return bad("%s repeated or of unknown computer %d", what, ts.Seat)
+			return inconsistent("%s repeated or of unknown computer %d", what, ts.Seat)
 		}
 		if ts.Output != 0 {
 			if t.output = e.nodes[ts.Output]; t.output == nil {
-				return bad("%s: unknown output folder %d", what, ts.Output)
+				return inconsistent("%s: unknown output folder %d", what, ts.Output)
 			}
 		}
 		for _, id := range ts.Recordings {
 			r := e.nodes[id]
 			if r == nil {
-				return bad("%s: unknown recording folder %d", what, id)
+				return inconsistent("%s: unknown recording folder %d", what, id)
 			}
 			t.recordings = append(t.recordings, r)
 		}
 		e.tasks[t.id] = t
 	}
+	return nil
+}
+
+// linkSeats links the restored computers to their assigned image, the image
+// being created from them and their task. Called with mu held, by restore.
+func (e *Emulator) linkSeats(st *stateJSON) error {
 	for _, ss := range st.Seats {
 		s := e.seats[ss.ID]
 		what := fmt.Sprintf("computer %d", s.id)
 		if ss.AssignedImage != 0 {
 			if s.assigned = e.images[ss.AssignedImage]; s.assigned == nil {
-				return bad("%s: unknown assigned image %d", what, ss.AssignedImage)
+				return inconsistent("%s: unknown assigned image %d", what, ss.AssignedImage)
 			}
 		}
 		if ss.CreatingImage != 0 {
 			if s.creatingImage = e.images[ss.CreatingImage]; s.creatingImage == nil {
-				return bad("%s: unknown image being created %d", what, ss.CreatingImage)
+				return inconsistent("%s: unknown image being created %d", what, ss.CreatingImage)
 			}
 		}
 		if ss.Task != 0 {
 			if s.task = e.tasks[ss.Task]; s.task == nil {
-				return bad("%s: unknown task %d", what, ss.Task)
+				return inconsistent("%s: unknown task %d", what, ss.Task)
 			}
 		}
 	}
+	return nil
+}
 
-	// Link the nodes: parents, areas, the listing of completed entries, the
-	// bytes used.
+// linkNodes links the restored nodes: their parents, areas and users, the
+// listing of completed entries, the bytes used. Called with mu held, by
+// restore.
+func (e *Emulator) linkNodes(st *stateJSON, users stateUsers) error {
 	nodeByID := map[int64]nodeState{}
 	for _, ns := range st.Nodes {
 		nodeByID[ns.ID] = ns
@@ -273,7 +373,7 @@ func (e *Emulator) restore(st *stateJSON) error {
 		ns := nodeByID[n.id]
 		p := e.nodes[ns.Parent]
 		if n.kind == kindRoot || p == nil || p.kind == kindFile || depth > len(st.Nodes) {
-			return nil, bad("file %d: parent %d is not a folder, or the file is not under a root", n.id, ns.Parent)
+			return nil, inconsistent("file %d: parent %d is not a folder, or the file is not under a root", n.id, ns.Parent)
 		}
 		a, err := areaOf(p, depth+1)
 		if err != nil {
@@ -288,23 +388,29 @@ func (e *Emulator) restore(st *stateJSON) error {
 		if err != nil {
 			return err
 		}
-		if n.user, err = userOf(a.org, ns.User, fmt.Sprintf("file %d", n.id)); err != nil {
+		if n.user, err = users.user(a.org, ns.User, fmt.Sprintf("file %d", n.id)); err != nil {
 			return err
 		}
 		if n.parent == nil || !n.completed() {
 			continue
 		}
 		if n.parent.children[n.name] != nil {
-			return bad("folder %d holds two entries named %q", n.parent.id, n.name)
+			return inconsistent("folder %d holds two entries named %q", n.parent.id, n.name)
 		}
 		n.parent.children[n.name] = n
 		if n.kind == kindFile {
 			a.used += n.size
 		}
 	}
+	return nil
+}
+
+// restoreJobs registers the download jobs of st. Called with mu held, by
+// restore.
+func (e *Emulator) restoreJobs(st *stateJSON) error {
 	for _, j := range st.Jobs {
 		what := fmt.Sprintf("download job %d", j.ID)
-		o, err := orgOf(j.Org, what)
+		o, err := e.stateOrg(j.Org, what)
 		if err != nil {
 			return err
 		}
@@ -315,28 +421,37 @@ func (e *Emulator) restore(st *stateJSON) error {
 			}
 		}
 		if kind < 0 || e.jobs[j.ID] != nil {
-			return bad("%s repeated or of kind %q", what, j.Kind)
+			return inconsistent("%s repeated or of kind %q", what, j.Kind)
 		}
 		e.jobs[j.ID] = &job{id: j.ID, org: o, kind: jobKind(kind), dirID: j.DirID, fileIDs: j.FileIDs, taskID: j.TaskID,
 			name: j.Name, size: j.Size, created: j.Created, expires: j.Expires, final: j.Final, zipSize: j.ZipSize}
 	}
+	return nil
+}
+
+// restoreLogs appends the action logs of st. Called with mu held, by
+// restore.
+func (e *Emulator) restoreLogs(st *stateJSON, users stateUsers) error {
 	for _, l := range st.Logs {
 		what := fmt.Sprintf("action log %d", l.ID)
-		o, err := orgOf(l.Org, what)
+		o, err := e.stateOrg(l.Org, what)
 		if err != nil {
 			return err
 		}
-		u, err := userOf(o, l.User, what)
+		u, err := users.user(o, l.User, what)
 		if err != nil {
 			return err
 		}
 		e.logs = append(e.logs, &logRecord{id: l.ID, org: o, actionType: l.ActionType, user: u, machineID: l.MachineID,
 			metadata: l.Metadata, created: l.Created})
 	}
-	for _, fx := range st.Fixtures {
-		e.fixtures[fx.Org] = fx
-	}
-	// Ids are never given twice, whatever the counter says.
+	return nil
+}
+
+// raiseCounters raises the id counters past every restored id, so that ids
+// are never given twice, whatever the counters say. Called with mu held, by
+// restore.
+func (e *Emulator) raiseCounters() {
 	for id := range e.nodes {
 		e.nextID = max(e.nextID, id)
 	}
@@ -358,11 +473,6 @@ func (e *Emulator) restore(st *stateJSON) error {
 	for _, l := range e.logs {
 		e.nextLogID = max(e.nextLogID, l.id)
 	}
-	// Whatever fell due while the emulator was away happens now.
-	now := e.now()
-	e.tick(now)
-	e.sweepJobs(now)
-	return nil
 }
 
 // objectSecret decodes the saved object-store secret.

@@ -217,12 +217,52 @@ func (e *Emulator) seedDemo(o *org, now time.Time, seed uint64, f func(*seeder, 
 	return err
 }
 
+// seedDemoA seeds org-a of the demo seed: computers and images, the shared
+// storage, the computers' storage, recordings, a task and action logs.
 func (e *Emulator) seedDemoA(sd *seeder, o *org) error {
 	fx := Fixtures{Org: o.name}
-	alex, bea, chen := o.users[0], o.users[1], o.users[2]
 
 	// Computers and images.
 	e.mu.Lock()
+	m := e.seedDemoAComputers(sd, o, &fx)
+	e.seedDemoAImages(sd, o, m, &fx)
+	e.mu.Unlock()
+
+	if err := e.seedDemoAShared(sd, o, &fx); err != nil {
+		return err
+	}
+	out, err := e.seedDemoAComputerStorage(sd, o, m)
+	if err != nil {
+		return err
+	}
+	taskRecording, err := e.seedDemoARecordings(sd, o, m)
+	if err != nil {
+		return err
+	}
+
+	e.mu.Lock()
+	t := &task{id: e.newID(), org: o, seat: m.studio, name: "Render batch #7", output: e.nodes[out],
+		recordings: []*node{e.nodes[taskRecording]}, created: sd.ago(6 * time.Hour)}
+	e.tasks[t.id] = t
+	m.studio.task = t
+	fx.Task = t.id
+	e.fixtures[o.name] = fx
+	e.seedLogs(sd, o, []*seat{m.studio, m.cafe, m.fresh, m.busy}, m.seatless)
+	e.mu.Unlock()
+	return nil
+}
+
+// demoAComputers are org-a's computers in the demo seed, and its machine
+// without a seat.
+type demoAComputers struct {
+	studio, cafe, fresh, busy *seat
+	seatless                  int64
+}
+
+// seedDemoAComputers creates org-a's computers and its machine without a
+// seat, and names them in fx. Called with mu held.
+func (e *Emulator) seedDemoAComputers(sd *seeder, o *org, fx *Fixtures) demoAComputers {
+	bea, chen := o.users[1], o.users[2]
 	studio := e.addSeat(o, "Design Studio #1", e.catalog.plans[1], sd.ago(40*24*time.Hour))
 	studio.status, studio.hasDiskImage, studio.lastSession = stReady, true, sd.ago(2*time.Hour)
 	studio.remainingUsage, studio.depositedUsage, studio.usageSource = 300, 600, "machine"
@@ -235,7 +275,14 @@ func (e *Emulator) seedDemoA(sd *seeder, o *org) error {
 	busy.perms.ScreenRecordingEnabled = true
 	seatless := e.newID()
 	e.seatless[seatless] = o
+	fx.RunningMachine, fx.StoppedMachine, fx.NoImageMachine, fx.InstallingMachine = studio.id, cafe.id, fresh.id, busy.id
+	fx.SeatlessMachine = seatless
+	return demoAComputers{studio: studio, cafe: cafe, fresh: fresh, busy: busy, seatless: seatless}
+}
 
+// seedDemoAImages creates org-a's images, one in every status, assigns two
+// of them, and names them in fx. Called with mu held.
+func (e *Emulator) seedDemoAImages(sd *seeder, o *org, m demoAComputers, fx *Fixtures) {
 	mk := func(name, status, source string, sizeGB float64, sw []*software, age time.Duration) *image {
 		im := &image{id: e.newID(), org: o, name: name, status: status, source: source, sizeGB: sizeGB,
 			software: sw, created: sd.ago(age), updated: sd.ago(age - time.Hour)}
@@ -244,31 +291,63 @@ func (e *Emulator) seedDemoA(sd *seeder, o *org) error {
 	}
 	cat := e.catalog
 	design := mk("Design base", imgAvailable, "seat", 40, nil, 21*24*time.Hour)
-	design.fromSeat = studio
+	design.fromSeat = m.studio
 	office := mk("Office suite", imgAvailable, "pre_installation",
 		roundGB((float64(cat.baseImage(203).size)+cat.softwareByID(101).size+cat.softwareByID(104).size)*1.05),
 		[]*software{cat.softwareByID(101), cat.softwareByID(104)}, 14*24*time.Hour)
 	huge := mk("Huge dataset image", imgAvailable, "pre_installation", 200, []*software{cat.softwareByID(108)}, 10*24*time.Hour)
 	pending := mk("Build Box snapshot", imgPending, "seat", 30, nil, 2*time.Hour)
-	pending.fromSeat, busy.creatingImage = busy, pending
+	pending.fromSeat, m.busy.creatingImage = m.busy, pending
 	building := mk("Nightly CI image", imgBuilding, "pre_installation", 27.3, []*software{cat.softwareByID(102), cat.softwareByID(106)}, 3*time.Hour)
 	failed := mk("Broken experiment", imgFailed, "pre_installation", 31.9, []*software{cat.softwareByID(103)}, 6*24*time.Hour)
-	studio.assigned = design
-	cafe.assigned = office
-	fx.RunningMachine, fx.StoppedMachine, fx.NoImageMachine, fx.InstallingMachine = studio.id, cafe.id, fresh.id, busy.id
-	fx.SeatlessMachine = seatless
+	m.studio.assigned = design
+	m.cafe.assigned = office
 	fx.AvailableImage, fx.LargeImage, fx.PendingImage, fx.BuildingImage, fx.FailedImage = office.id, huge.id, pending.id, building.id, failed.id
-	e.mu.Unlock()
+}
 
-	// Shared storage.
-	sh := o.shared
-	users := o.users
+// seedDemoAShared fills org-a's shared storage and names its big file,
+// small-files folder and empty folder in fx.
+func (e *Emulator) seedDemoAShared(sd *seeder, o *org, fx *Fixtures) error {
+	sh, users := o.shared, o.users
+	alex, bea, chen := users[0], users[1], users[2]
 	if _, err := sd.file(sh, 0, "Welcome.txt", 2*kib, alex); err != nil {
 		return err
 	}
 	if _, err := sd.file(sh, 0, "Q3 Report – final.docx", 180*kib, bea); err != nil {
 		return err
 	}
+	if err := e.seedDemoAProjects(sd, sh, users); err != nil {
+		return err
+	}
+	if err := e.seedDemoAMarketing(sd, sh, users); err != nil {
+		return err
+	}
+	big, err := e.seedDemoADatasets(sd, sh, users, chen)
+	if err != nil {
+		return err
+	}
+	fx.BigFile = big
+	small, err := e.seedDemoASmallFiles(sd, sh, users)
+	if err != nil {
+		return err
+	}
+	fx.SmallFilesDir = small
+	team, err := sd.dir(sh, 0, "Shared with #team")
+	if err != nil {
+		return err
+	}
+	if err := sd.files(sh, team, users, 1*kib, 4*kib, "README.txt", "on-call schedule.md"); err != nil {
+		return err
+	}
+	if fx.EmptyDir, err = sd.dir(sh, 0, "Archive (empty)"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// seedDemoAProjects creates the shared folder Projects: a menu with photos,
+// a website with assets, and a render farm's scenes and output.
+func (e *Emulator) seedDemoAProjects(sd *seeder, sh *area, users []*user) error {
 	projects, err := sd.dir(sh, 0, "Projects")
 	if err != nil {
 		return err
@@ -325,6 +404,12 @@ func (e *Emulator) seedDemoA(sd *seeder, o *org) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// seedDemoAMarketing creates the shared folder Marketing: a brand guide,
+// logos and a campaign.
+func (e *Emulator) seedDemoAMarketing(sd *seeder, sh *area, users []*user) error {
 	mkt, err := sd.dir(sh, 0, "Marketing")
 	if err != nil {
 		return err
@@ -346,26 +431,36 @@ func (e *Emulator) seedDemoA(sd *seeder, o *org) error {
 	if err := sd.files(sh, camp, users, 20*kib, 400*kib, "plan.docx", "budget.xlsx", "contacts.csv", "résumé.md"); err != nil {
 		return err
 	}
+	return nil
+}
+
+// seedDemoADatasets creates the shared folder Datasets, with the 64 MiB file
+// (owned by owner) whose id it returns.
+func (e *Emulator) seedDemoADatasets(sd *seeder, sh *area, users []*user, owner *user) (big int64, err error) {
 	data, err := sd.dir(sh, 0, "Datasets")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	big, err := sd.file(sh, data, "big-sample.bin", 64*mib, chen)
+	big, err = sd.file(sh, data, "big-sample.bin", 64*mib, owner)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	fx.BigFile = big
 	if err := sd.files(sh, data, users, 1*mib, 3*mib, "sales 2024.csv"); err != nil {
-		return err
+		return 0, err
 	}
 	if err := sd.files(sh, data, users, 100*kib, 600*kib, "sensors.json", "README.md"); err != nil {
-		return err
+		return 0, err
 	}
+	return big, nil
+}
+
+// seedDemoASmallFiles creates the shared folder small-files, with 300 small
+// files (names with spaces, '#' and unicode among them), and returns its id.
+func (e *Emulator) seedDemoASmallFiles(sd *seeder, sh *area, users []*user) (int64, error) {
 	small, err := sd.dir(sh, 0, "small-files")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	fx.SmallFilesDir = small
 	for i := 1; i <= 300; i++ {
 		var name string
 		switch {
@@ -381,97 +476,87 @@ func (e *Emulator) seedDemoA(sd *seeder, o *org) error {
 			name = fmt.Sprintf("note-%03d.txt", i)
 		}
 		if err := sd.files(sh, small, users, 100, 8*kib, name); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	team, err := sd.dir(sh, 0, "Shared with #team")
-	if err != nil {
-		return err
-	}
-	if err := sd.files(sh, team, users, 1*kib, 4*kib, "README.txt", "on-call schedule.md"); err != nil {
-		return err
-	}
-	if fx.EmptyDir, err = sd.dir(sh, 0, "Archive (empty)"); err != nil {
-		return err
-	}
+	return small, nil
+}
 
-	// Computers' storage.
-	out, err := sd.dir(studio.area, 0, "Task output - Render batch #7")
+// seedDemoAComputerStorage fills the storage of org-a's computers and
+// returns the id of the studio's task output folder.
+func (e *Emulator) seedDemoAComputerStorage(sd *seeder, o *org, m demoAComputers) (out int64, err error) {
+	users := o.users
+	studio, cafe := m.studio.area, m.cafe.area
+	out, err = sd.dir(studio, 0, "Task output - Render batch #7")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i := 1; i <= 6; i++ {
-		if err := sd.files(studio.area, out, users, 80*kib, 300*kib, fmt.Sprintf("frame_%04d.png", i)); err != nil {
-			return err
+		if err := sd.files(studio, out, users, 80*kib, 300*kib, fmt.Sprintf("frame_%04d.png", i)); err != nil {
+			return 0, err
 		}
 	}
-	if err := sd.files(studio.area, out, users, 2*kib, 10*kib, "render.log"); err != nil {
-		return err
+	if err := sd.files(studio, out, users, 2*kib, 10*kib, "render.log"); err != nil {
+		return 0, err
 	}
-	backup, err := sd.dir(studio.area, 0, "Desktop backup")
+	backup, err := sd.dir(studio, 0, "Desktop backup")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := sd.files(studio.area, backup, users, 1*kib, 200*kib, "moodboard.png", "todo.txt", "shortcuts.md"); err != nil {
-		return err
+	if err := sd.files(studio, backup, users, 1*kib, 200*kib, "moodboard.png", "todo.txt", "shortcuts.md"); err != nil {
+		return 0, err
 	}
-	if err := sd.files(studio.area, 0, users, 1*kib, 20*kib, "notes ü.txt"); err != nil {
-		return err
+	if err := sd.files(studio, 0, users, 1*kib, 20*kib, "notes ü.txt"); err != nil {
+		return 0, err
 	}
-	renders, err := sd.dir(cafe.area, 0, "renders")
+	renders, err := sd.dir(cafe, 0, "renders")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := sd.files(cafe.area, renders, users, 100*kib, 900*kib, "table 1.png", "table 2.png", "bar #3.png"); err != nil {
-		return err
+	if err := sd.files(cafe, renders, users, 100*kib, 900*kib, "table 1.png", "table 2.png", "bar #3.png"); err != nil {
+		return 0, err
 	}
-	if err := sd.files(cafe.area, 0, users, 1*kib, 4*kib, "settings.json"); err != nil {
-		return err
+	if err := sd.files(cafe, 0, users, 1*kib, 4*kib, "settings.json"); err != nil {
+		return 0, err
 	}
-	if err := sd.files(fresh.area, 0, users, 1*kib, 2*kib, "readme.txt"); err != nil {
-		return err
+	if err := sd.files(m.fresh.area, 0, users, 1*kib, 2*kib, "readme.txt"); err != nil {
+		return 0, err
 	}
-	if err := sd.files(busy.area, 0, users, 10*kib, 60*kib, "build.log"); err != nil {
-		return err
+	if err := sd.files(m.busy.area, 0, users, 10*kib, 60*kib, "build.log"); err != nil {
+		return 0, err
 	}
+	return out, nil
+}
 
-	// Recordings: a folder per computer, a folder per session.
-	var taskRecording int64
-	for _, s := range []*seat{studio, cafe, busy} {
+// seedDemoARecordings creates org-a's recordings: a folder per computer, a
+// folder per session. It returns the id of the studio's task recording
+// folder.
+func (e *Emulator) seedDemoARecordings(sd *seeder, o *org, m demoAComputers) (taskRecording int64, err error) {
+	for _, s := range []*seat{m.studio, m.cafe, m.busy} {
 		mf, err := sd.recordingDir(o, 0, s.name+" - "+itoa(s.id), s.id)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for k := 0; k < 2; k++ {
 			day := sd.ago(time.Duration(3+7*k) * 24 * time.Hour)
 			sess, err := sd.recordingDir(o, mf, "Session "+day.UTC().Format("2006-01-02 15.04"), s.id)
 			if err != nil {
-				return err
+				return 0, err
 			}
-			if err := sd.recordingFiles(o, sess, users, "recording.webm", "input-log.json"); err != nil {
-				return err
+			if err := sd.recordingFiles(o, sess, o.users, "recording.webm", "input-log.json"); err != nil {
+				return 0, err
 			}
 		}
-		if s == studio {
+		if s == m.studio {
 			if taskRecording, err = sd.recordingDir(o, mf, "Session Render batch #7", s.id); err != nil {
-				return err
+				return 0, err
 			}
-			if err := sd.recordingFiles(o, taskRecording, users, "recording.webm"); err != nil {
-				return err
+			if err := sd.recordingFiles(o, taskRecording, o.users, "recording.webm"); err != nil {
+				return 0, err
 			}
 		}
 	}
-
-	e.mu.Lock()
-	t := &task{id: e.newID(), org: o, seat: studio, name: "Render batch #7", output: e.nodes[out],
-		recordings: []*node{e.nodes[taskRecording]}, created: sd.ago(6 * time.Hour)}
-	e.tasks[t.id] = t
-	studio.task = t
-	fx.Task = t.id
-	e.fixtures[o.name] = fx
-	e.seedLogs(sd, o, []*seat{studio, cafe, fresh, busy}, seatless)
-	e.mu.Unlock()
-	return nil
+	return taskRecording, nil
 }
 
 func (e *Emulator) seedDemoB(sd *seeder, o *org) error {

@@ -46,6 +46,35 @@ func (e *Emulator) seedBench() error {
 	if err != nil {
 		return err
 	}
+	if err := e.seedBenchReadWrite(sd, a, bench, size); err != nil {
+		return err
+	}
+	// The scale rows' folders, when asked for: one folder of many entries,
+	// and a tree of many folders.
+	if n := e.opts.BenchHugeFiles; n > 0 {
+		if err := e.seedBenchHuge(sd, a, bench, n); err != nil {
+			return err
+		}
+	}
+	if n := e.opts.BenchTreeFiles; n > 0 {
+		if err := e.seedBenchTree(sd, a, bench, n); err != nil {
+			return err
+		}
+	}
+	if err := sd.flush(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	sort.SliceStable(e.logs, func(i, j int) bool { return e.logs[i].created.Before(e.logs[j].created) })
+	e.mu.Unlock()
+	return nil
+}
+
+// seedBenchReadWrite creates in the folder bench of a's shared storage the
+// data of the read and write benchmarks: big.bin of size bytes, small/,
+// wide/ and par/ (files of a quarter of size).
+func (e *Emulator) seedBenchReadWrite(sd *seeder, a *org, bench, size int64) error {
+	sh := a.shared
 	if _, err := sd.file(sh, bench, "big.bin", size, a.admin); err != nil {
 		return err
 	}
@@ -74,48 +103,51 @@ func (e *Emulator) seedBench() error {
 			return err
 		}
 	}
-	// The scale rows' folders, when asked for: one folder of many entries,
-	// and a tree of many folders.
-	if n := e.opts.BenchHugeFiles; n > 0 {
-		id, err := sd.dir(sh, bench, "huge")
-		if err != nil {
-			return err
-		}
-		for i := 0; i < n; i++ {
-			if _, err := sd.file(sh, id, fmt.Sprintf("file-%06d.dat", i), 10, a.admin); err != nil {
-				return err
-			}
-		}
-	}
-	if n := e.opts.BenchTreeFiles; n > 0 {
-		top, err := sd.dir(sh, bench, "tree")
-		if err != nil {
-			return err
-		}
-		folders := max(1, n/BenchTreePerFolder)
-		var group int64
-		for d := 0; d < folders; d++ {
-			if d%50 == 0 { // a folder of folders per 50 folders
-				if group, err = sd.dir(sh, top, fmt.Sprintf("g%03d", d/50)); err != nil {
-					return err
-				}
-			}
-			id, err := sd.dir(sh, group, fmt.Sprintf("d%04d", d))
-			if err != nil {
-				return err
-			}
-			for i := 0; i < n/folders; i++ {
-				if _, err := sd.file(sh, id, fmt.Sprintf("f%03d.dat", i), 10, a.admin); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if err := sd.flush(); err != nil {
+	return nil
+}
+
+// seedBenchHuge creates the folder bench/huge of a's shared storage with n
+// files of 10 bytes.
+func (e *Emulator) seedBenchHuge(sd *seeder, a *org, bench int64, n int) error {
+	sh := a.shared
+	id, err := sd.dir(sh, bench, "huge")
+	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	sort.SliceStable(e.logs, func(i, j int) bool { return e.logs[i].created.Before(e.logs[j].created) })
-	e.mu.Unlock()
+	for i := 0; i < n; i++ {
+		if _, err := sd.file(sh, id, fmt.Sprintf("file-%06d.dat", i), 10, a.admin); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedBenchTree creates the folder bench/tree of a's shared storage with n
+// files of 10 bytes, BenchTreePerFolder a folder, in folders of 50 folders
+// (g000/d0000/...).
+func (e *Emulator) seedBenchTree(sd *seeder, a *org, bench int64, n int) error {
+	sh := a.shared
+	top, err := sd.dir(sh, bench, "tree")
+	if err != nil {
+		return err
+	}
+	folders := max(1, n/BenchTreePerFolder)
+	var group int64
+	for d := 0; d < folders; d++ {
+		if d%50 == 0 { // a folder of folders per 50 folders
+			if group, err = sd.dir(sh, top, fmt.Sprintf("g%03d", d/50)); err != nil {
+				return err
+			}
+		}
+		id, err := sd.dir(sh, group, fmt.Sprintf("d%04d", d))
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n/folders; i++ {
+			if _, err := sd.file(sh, id, fmt.Sprintf("f%03d.dat", i), 10, a.admin); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }

@@ -5,7 +5,7 @@ DEMODIR ?= .demo
 MNT     ?= mnt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build test fmt-check vet darwin lint unit soak bench bench-bin demo emulator clean install uninstall
+.PHONY: build test fmt-check vet darwin lint unit soak bench bench-bin docs demo emulator clean install uninstall
 
 # Where make install puts things (DESTDIR for packaging).
 PREFIX  ?= /usr/local
@@ -47,10 +47,10 @@ soak:
 	ORGFS_MODEL_FAULTS=$${ORGFS_MODEL_FAULTS:-0.1} $(GO) test -race -count=1 -timeout 60m -run '^TestModel$$' -v ./internal/e2e
 
 # The benchmarks (scripts/bench-read, bench-write, bench-fio; as root or with
-# fusermount3, and fio and jq), then their tables and chart into README.md and
-# docs/bench-Ncore.svg (N: this machine's cores; each machine measured keeps
-# its own part of README.md). Not part of make test; BENCH_SIZE and the other
-# variables of scripts/bench-lib.sh pass through.
+# fusermount3, and fio and jq), then their tables and chart into
+# docs/BENCHMARKS.md and docs/bench-Ncore.svg (N: this machine's cores; each
+# machine measured keeps its own part of docs/BENCHMARKS.md). Not part of make
+# test; BENCH_SIZE and the other variables of scripts/bench-lib.sh pass through.
 # With BENCH_BIN=DIR the scripts take the prebuilt binaries of DIR (orgfs,
 # benchtool, rangefetch, benchreport; `make bench-bin` makes them) and need no
 # Go: copy DIR and the checkout to a benchmark machine and run
@@ -62,7 +62,7 @@ bench:
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-read
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-write
 	BENCH_RESULTS='$(BENCH_RESULTS)' scripts/bench-fio
-	$(BENCH_REPORT) -results '$(BENCH_RESULTS)' -readme README.md -svg 'docs/bench-%dcore.svg'
+	$(BENCH_REPORT) -results '$(BENCH_RESULTS)' -doc docs/BENCHMARKS.md -svg 'docs/bench-%dcore.svg'
 
 # The benchmarks' binaries, for BENCH_BIN (static: they run on a machine
 # without Go or the same C library).
@@ -72,6 +72,11 @@ bench-bin:
 	CGO_ENABLED=0 $(GO) build -o bench-bin/benchtool ./scripts/benchtool
 	CGO_ENABLED=0 $(GO) build -o bench-bin/rangefetch ./scripts/rangefetch
 	CGO_ENABLED=0 $(GO) build -o bench-bin/benchreport ./scripts/benchreport
+
+# docs/CONFIGURATION.md, rendered again from the commands' flag sets
+# (internal/cli/confdoc.go); make test fails while it is not current.
+docs:
+	ORGFS_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestConfigurationDocIsCurrent$$' ./internal/cli
 
 # The emulator with demo data, mounted at ./mnt in the foreground; Ctrl-C unmounts.
 demo: build

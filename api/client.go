@@ -6,9 +6,7 @@
 // every call, and helpers for multipart uploads, ranged downloads and bundle
 // download jobs through presigned object-storage URLs.
 //
-// Lock order: the Client holds no lock of its own; its counters are atomic.
-// The upload and download helpers guard their progress state with a mutex
-// that is never held across network I/O.
+// Its files and its locks are in docs/ARCHITECTURE.md.
 package api
 
 import (
@@ -72,6 +70,11 @@ type Options struct {
 	// jitter between attempts.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
+	// NoReach turns off the reach rules (reach.go): a failure with no
+	// answer is only retried by the policy, and the client never says it
+	// is offline. For tests of the retry policy against a server that cuts
+	// or refuses every connection (which the rules call offline).
+	NoReach bool
 	// AccessUnit is the unit the service reads expires_in of an access link
 	// in: AccessUnitAuto (judged from the expiry of the first link it
 	// answers; minutes until then), AccessUnitMinutes (the interface
@@ -204,6 +207,8 @@ type Client struct {
 	// what the client learned of the service's reading of the contract
 	// (dialect.go)
 	dialect learnedDialect
+	// whether the service can be reached (reach.go)
+	reach *reach
 }
 
 // String describes the client without its credentials.
@@ -240,8 +245,6 @@ func New(creds Credentials, opts Options) (*Client, error) {
 	if objBase == nil {
 		objBase = defaultTransport()
 	}
-	apiBase = &stallGuard{base: apiBase, timeout: opts.IOTimeout}
-	objBase = &stallGuard{base: objBase, timeout: opts.IOTimeout}
 	c := &Client{
 		log:      opts.Logger,
 		clock:    opts.Clock,
@@ -249,6 +252,9 @@ func New(creds Credentials, opts Options) (*Client, error) {
 		base:     base,
 		opts:     opts,
 	}
+	c.reach = newReach(c.probe, opts.Logger, opts.IOTimeout)
+	apiBase = &reachGuard{base: &stallGuard{base: apiBase, timeout: opts.IOTimeout}, r: c.reach, off: opts.NoReach, answers: true}
+	objBase = &reachGuard{base: &stallGuard{base: objBase, timeout: opts.IOTimeout}, r: c.reach, off: opts.NoReach}
 	c.api = &http.Client{
 		Transport: &signer{base: apiBase, clock: c.svcClock.now, key: creds.Key, secret: creds.Secret, scheme: base.Scheme, host: base.Host},
 		// The API answers directly; a redirect is an answer (an error).

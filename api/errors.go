@@ -238,6 +238,8 @@ func temporaryCause(err error) bool {
 	switch {
 	case err == nil:
 		return false
+	case IsOffline(err):
+		return true // the service may come back
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, ErrRangeNotSatisfiable), errors.Is(err, ErrMalformedResponse):
 		return false

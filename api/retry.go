@@ -89,6 +89,7 @@ var retryTable = map[string]retryPolicy{
 	opUserActionLogs:  retrySafe,
 	opObjectPutPart:   retrySafe, // a part PUT replaces the part: idempotent
 	opObjectGet:       retrySafe,
+	opProbe:           retrySafe, // one attempt, never retried (reach.go)
 }
 
 // Operations: the keys of retryTable and of Stats.
@@ -128,6 +129,7 @@ const (
 	opUserActionLogs  = "GET /user-action-logs"
 	opObjectPutPart   = "PUT object part"
 	opObjectGet       = "GET object"
+	opProbe           = "GET /files (probe)"
 )
 
 // outcome tells a caller of withRetry how the attempts went.
@@ -169,6 +171,14 @@ func (c *Client) withRetry(ctx context.Context, op string, fn attemptFunc) (outc
 			return out, nil
 		}
 		if ctx.Err() != nil {
+			c.stats.failed(st, ctx.Err())
+			return out, ctx.Err()
+		}
+		if oe := c.offlineAfter(ctx, err); oe != nil {
+			c.stats.failed(st, oe)
+			return out, oe
+		}
+		if ctx.Err() != nil { // ended while the probe asked
 			c.stats.failed(st, ctx.Err())
 			return out, ctx.Err()
 		}

@@ -170,13 +170,15 @@ func TestPostNotRetriedOn500(t *testing.T) {
 
 func TestPostNotRetriedOnDroppedAnswer(t *testing.T) {
 	var n atomic.Int32
+	// A server that cuts every connection is offline by the reach rules
+	// (reach.go), which end any retry: this is a test of the policy alone.
 	c, _ := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err == nil {
 			conn.Close() // executed, answer dropped
 		}
-	}))
+	}), func(o *Options) { o.NoReach = true })
 	err := c.ResetMachine(context.Background(), 4)
 	if err == nil || n.Load() != 1 {
 		t.Fatalf("%v, %d requests", err, n.Load())
@@ -231,8 +233,11 @@ func TestDialErrorExhausted(t *testing.T) {
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	l.Close()
+	// Refused every time is offline by the reach rules (reach.go), which end
+	// the retries at once (TestOfflineAtARefusedConnection): this is a test
+	// of the policy alone.
 	c, err := New(Credentials{Endpoint: "http://" + addr, Key: testKey, Secret: testSecret},
-		Options{Logger: logging.Discard(), BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxAttempts: 3})
+		Options{Logger: logging.Discard(), BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxAttempts: 3, NoReach: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,10 @@ import (
 func TestIOTimeoutCutsStalls(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
 	const timeout = 300 * time.Millisecond
+	// The black hole is offline by the reach rules (reach.go), whose calls
+	// then fail at once (TestOfflineWhenSilent): this is a test of the cut.
 	c := testkit.Client(t, srv, emulator.OrgA, api.Options{IOTimeout: timeout, MaxAttempts: 2,
-		BaseBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+		BaseBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, NoReach: true})
 	ctx := context.Background()
 	data := testkit.RandBytes(2<<20, 3)
 	up, err := c.Upload(ctx, api.UploadRequest{Name: "big.bin", Size: int64(len(data)), Body: bytes.NewReader(data)})

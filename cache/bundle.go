@@ -18,7 +18,7 @@ import (
 	"github.com/orgfs/orgfs/place"
 )
 
-// Locks: Bundler.mu, a leaf of the package's lock order (see doc.go): taken
+// Locks: Bundler.mu, a leaf of the package's lock order (docs/ARCHITECTURE.md): taken
 // alone, never with the content cache's locks, and never held across a
 // request, a disk write or a wait.
 

@@ -21,7 +21,7 @@ import (
 )
 
 // Locks: Content.mu, then entry.mu (the last two of the package's lock order,
-// see doc.go). Both are held for small local disk operations (opening,
+// docs/ARCHITECTURE.md). Both are held for small local disk operations (opening,
 // truncating or unlinking an entry's files, writing its record), never across
 // a request; block data is read and written with neither held.
 

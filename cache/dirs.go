@@ -17,7 +17,7 @@ import (
 	"github.com/orgfs/orgfs/place"
 )
 
-// Locks: Dirs.mu (a leaf, see doc.go), held over the maps only: never across
+// Locks: Dirs.mu (a leaf, docs/ARCHITECTURE.md), held over the maps only: never across
 // a listing request or disk I/O.
 
 // Listing is one folder's entries as the service listed them.
@@ -100,8 +100,10 @@ type DirStats struct {
 // Dirs caches folder listings and the computer list for a time to live.
 // Concurrent requests for the same folder share one fetch.
 //
-// Outages: when a caller's I/O timeout (Store.Bound) cuts its wait for a
-// listing, the service counts as silent until a fetch succeeds again.
+// Outages: when a fetch finds the service offline (api.IsOffline: it
+// cannot be reached, or was found silent), or a caller's I/O timeout
+// (Store.Bound) cuts its wait for a listing, the service counts as silent
+// until a fetch succeeds again.
 // Meanwhile a listing the cache still holds after its time to live is the
 // answer, at once (its fetch runs on, and refreshes it when the service
 // answers), so that folders listed before an outage stay browsable and
@@ -298,12 +300,16 @@ func (d *Dirs) fetchListing(ctx context.Context, key place.DirKey, gen uint64) (
 // shared runs fetch once for every caller of key at a time, and waits for
 // it until ctx ends (the fetch goes on). stale, when not nil, is the
 // expired value the cache holds: the answer at once while the service is
-// silent, or when the caller's I/O timeout ends its wait (see Dirs).
+// silent, when the fetch finds it offline (api.IsOffline), or when the
+// caller's I/O timeout ends its wait (see Dirs).
 func (d *Dirs) shared(ctx context.Context, key string, fetch func() (any, error), stale any) (any, error) {
 	ch := d.group.DoChan(key, func() (any, error) {
 		v, err := fetch()
-		if err == nil {
+		switch {
+		case err == nil:
 			d.setSilent(false)
+		case api.IsOffline(err):
+			d.setSilent(true) // the read-ahead stops
 		}
 		return v, err
 	})
@@ -316,6 +322,13 @@ func (d *Dirs) shared(ctx context.Context, key string, fetch func() (any, error)
 	}
 	select {
 	case res := <-ch:
+		if res.Err != nil && api.IsOffline(res.Err) {
+			// Offline: the folder as last listed, at once.
+			if stale != nil {
+				d.stats.stale.Add(1)
+				return stale, nil
+			}
+		}
 		return res.Val, res.Err
 	case <-ctx.Done():
 	}

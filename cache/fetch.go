@@ -20,7 +20,7 @@ import (
 )
 
 // Locks: Fetcher.mu, Reader.mu and fileFetch.mu, the first three of the
-// package's lock order (see doc.go): Fetcher.mu is held while Open acquires a
+// package's lock order (docs/ARCHITECTURE.md): Fetcher.mu is held while Open acquires a
 // cache entry (Content.mu, entry.mu: the entry's files may be opened and
 // truncated then); Reader.mu and fileFetch.mu while a read is planned (entry.mu
 // within, for the bitmap). None is held across a request, a block's write or
@@ -524,7 +524,12 @@ func (ff *fileFetch) run(ctx context.Context, op *fetchOp) {
 	err := ff.fetch(ctx, op)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotCached) { // that one is logged once (uncache)
 		ff.f.stats.errors.Add(1)
-		ff.f.log.WithError(err).WithField("file_id", ff.meta.ID).Warn("cache: fetching file content failed")
+		l := ff.f.log.WithError(err).WithField("file_id", ff.meta.ID)
+		if api.IsOffline(err) {
+			l.Debug("cache: fetching file content failed: offline") // the mount's errno says it, once per path
+		} else {
+			l.Warn("cache: fetching file content failed")
+		}
 	}
 	ff.mu.Lock()
 	defer ff.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -127,7 +126,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	}
 	s.Staging, err = writeback.OpenStaging(writeback.StagingOptions{Dir: dir, Client: opts.Client, WriteBack: opts.WriteBack,
 		Transfers: transfers, Parallel: max(transfers, writeback.DefaultStagingParallel), MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
-		OnConflict: s.conflicted, OnRetired: s.retired, Desk: opts.Desk,
+		OnConflict: s.conflicted, OnLanded: s.landed, Desk: opts.Desk,
 		OnSuperseded: func(t place.Target, id int64) { s.Dirs.Hide(place.DirKey{Area: t.Area, ID: t.ParentID}, id) },
 		OnKept:       s.Dirs.Show})
 	if err != nil {
@@ -137,10 +136,24 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	// deleted once the new name is up, and listed until then.
 	s.Dirs.HideIDs(s.Staging.Superseded())
 	s.Attrs.KeepPending(func(t place.Target) bool { return s.Staging.Lookup(t) != nil })
+	if w, ok := opts.Client.(reachWatcher); ok {
+		// Online again: what was written meanwhile goes up now, not at its
+		// backoff.
+		w.WatchReach(func(r api.Reachability) {
+			if r.Online {
+				s.Staging.Resume()
+			}
+		})
+	}
 	if s.retirer, err = openRetirer(s, filepath.Join(opts.Dir, RetiringFile), log); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// reachWatcher is the client's word on the service's reach (*api.Client).
+type reachWatcher interface {
+	WatchReach(w func(api.Reachability))
 }
 
 // Close closes the parts (staging without draining: Drain first for that).
@@ -182,10 +195,10 @@ func (s *Store) uploaded(t place.Target, f api.File, modTime time.Time) {
 	}
 }
 
-// retired is the hook after an uploaded file left the staging unchanged: its
+// landed is the hook after an uploaded file left the staging unchanged: its
 // content (data) becomes the cache entry of the version it made, unless a
 // reader took that entry meanwhile.
-func (s *Store) retired(f api.File, data string) {
+func (s *Store) landed(f api.File, data string) {
 	if err := s.Content.Adopt(MetaOf(f), data); err != nil {
 		s.log.WithError(err).WithField("file_id", f.ID).Debug("cache: the uploaded content was not kept in the cache")
 	}
@@ -207,9 +220,26 @@ func MetaOf(f api.File) Meta {
 	return Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified}
 }
 
-// Mkdir creates folder name in parent. The new folder is known to be empty:
-// it needs no listing before its first use.
-func (s *Store) Mkdir(ctx context.Context, parent place.DirKey, name string) (api.File, error) {
+// Mkdir is a user's mkdir: it creates folder name in parent (MakeFolder),
+// keeps what was set on it (its mode, owner; nothing when set is zero),
+// and moves parent's times, as a disk does when an entry is made in it.
+func (s *Store) Mkdir(ctx context.Context, parent place.DirKey, name string, set Attr) (api.File, error) {
+	f, err := s.MakeFolder(ctx, parent, name)
+	if err != nil {
+		return api.File{}, err
+	}
+	if !set.IsZero() {
+		s.Attrs.SetDir(place.DirKey{Area: parent.Area, ID: f.ID}, set)
+	}
+	s.Attrs.TouchDir(parent)
+	return f, nil
+}
+
+// MakeFolder creates folder name in parent, as a step of a larger change (a
+// folder rename makes the new folders): no folder's times move (Renamed
+// moves them once the change is done). The new folder is known to be
+// empty: it needs no listing before its first use.
+func (s *Store) MakeFolder(ctx context.Context, parent place.DirKey, name string) (api.File, error) {
 	req := api.CreateDirectoryRequest{ParentID: parent.ID, Name: name}
 	if parent.Area.Kind == place.Machine {
 		req.MachineID = parent.Area.MachineID
@@ -229,9 +259,21 @@ func (s *Store) Mkdir(ctx context.Context, parent place.DirKey, name string) (ap
 	return f, nil
 }
 
+// Remove is a user's unlink or rmdir of f, a file or folder of parent on
+// the service: Delete, then parent's times move, as a disk's do.
+func (s *Store) Remove(ctx context.Context, parent place.DirKey, f api.File) error {
+	if err := s.Delete(ctx, parent, f); err != nil {
+		return err
+	}
+	s.Attrs.TouchDir(parent)
+	return nil
+}
+
 // Delete deletes a file or folder of parent from the service (one already
 // gone counts as deleted) and forgets it: its listing entry, its cached
-// content, a folder's own listing.
+// content, a folder's own listing, what was set on it. No folder's times
+// move: it is a step of a larger change (a rename, an undo, the last close
+// of a file unlinked while open), or of Remove.
 func (s *Store) Delete(ctx context.Context, parent place.DirKey, f api.File) error {
 	if err := s.settled(ctx, func(ctx context.Context) error { return s.Client.DeleteFile(ctx, f.ID) }); err != nil && !api.IsNotFound(err) {
 		return err
@@ -287,91 +329,4 @@ func (s *Store) Check(ctx context.Context, m Meta) error {
 func (s *Store) Changed(parent place.DirKey, id int64) {
 	s.Dirs.Drop(parent)
 	s.Fetcher.Forget(id)
-}
-
-// Supersede makes st, staged at another name or place, the successor of old
-// (a file of folder parent): old leaves the listing now, and the service once
-// st is uploaded.
-func (s *Store) Supersede(parent place.DirKey, old api.File, st *writeback.Staged) {
-	st.DeleteAfterUpload(old.ID)
-	s.Dirs.Hide(parent, old.ID)
-}
-
-// Move renames a pending file to to, replacing the service file replaces
-// there (0: none), and gives it path, its path in the mount (SetPath; one
-// record written for both); a time set on it follows. What the old name's listing
-// holds leaves it: an upload of the file that ended just before the move
-// put it there, and the staging deletes it once the new name is up.
-func (s *Store) Move(st *writeback.Staged, to place.Target, replaces int64, path string) error {
-	from, uploaded := st.Target(), st.Replaces()
-	if err := s.Staging.RenameAt(st, to, replaces, path); err != nil {
-		return err
-	}
-	s.Attrs.Move(from, to)
-	if from != to {
-		if uploaded != 0 && uploaded != replaces {
-			// The version at the old name (an upload that ended just before
-			// the move put it in the listing), deleted once the new name is
-			// up: hidden by id, in any listing, cached now or fetched later.
-			// Nothing else at the old name is hidden: a version of another
-			// writer's, which the staging never deletes, stays shown.
-			s.Dirs.Hide(place.DirKey{Area: from.Area, ID: from.ParentID}, uploaded)
-		}
-	}
-	return nil
-}
-
-// StageCopy stages a copy of service file from at to, replacing the service
-// file replaces (0: none), showing from's time. The content is fetched
-// whole before the copy exists, and the copy is visible only once complete
-// (Staging.CreateFrom): a failure or a crash leaves both names as they were.
-// The staged file comes back with the caller's writer open.
-//
-// A cache file the kernel reads in passthrough (SetLive) is not copied: it
-// becomes the staging copy (Staging.Adopt), and the content cache forgets
-// from, whose file it was.
-func (s *Store) StageCopy(ctx context.Context, to place.Target, from api.File, replaces int64) (*writeback.Staged, error) {
-	var r *Reader
-	if from.Size > 0 {
-		var err error
-		if r, err = s.Fetcher.Open(MetaOf(from)); err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		// Waits while the content comes; fails once none came for the
-		// I/O timeout (Reader.Ready).
-		if _, err := r.Ready(ctx, 0, from.Size); err != nil {
-			return nil, err
-		}
-	}
-	if r != nil && s.live != nil && s.Content.Complete(MetaOf(from)) {
-		if link := s.live(r.File()); link != nil {
-			st, err := s.Staging.Adopt(to, replaces, func(path string) error {
-				if err := link(path); err != nil {
-					return err
-				}
-				// Forgotten before the staging's record is written: after a
-				// crash no cache record names the staging copy's data.
-				s.Fetcher.Forget(from.ID)
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			st.SetModTime(s.Attrs.Shown(from).ModTime(from.LastModified))
-			return st, nil
-		}
-	}
-	st, err := s.Staging.CreateFrom(to, replaces, func(f *os.File) error {
-		if r == nil {
-			return nil
-		}
-		_, err := io.Copy(io.NewOffsetWriter(f, 0), io.NewSectionReader(r.File(), 0, from.Size))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	st.SetModTime(s.Attrs.Shown(from).ModTime(from.LastModified))
-	return st, nil
 }

@@ -41,7 +41,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	}
 	lists := fake.Count("SharedFiles")
 
-	d, err := s.Mkdir(ctx, root, "new")
+	d, err := s.Mkdir(ctx, root, "new", Attr{})
 	if err != nil || !d.IsDir() {
 		t.Fatalf("Mkdir: %+v %v", d, err)
 	}
@@ -54,7 +54,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	to := place.Target{Area: shared, ParentID: d.ID, Name: "copy.txt"}
 	when := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	s.Attrs.SetFile(old, TimeAttr(when))
-	st, err := s.StageCopy(ctx, to, old, 0)
+	st, err := s.StageCopy(ctx, to, old, 0, old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestStoreRenamedAwayStaysAwayAfterARestart(t *testing.T) {
 func renameAway(t *testing.T, s *Store, old api.File, name string) *writeback.Staged {
 	t.Helper()
 	root := place.DirKey{Area: place.Area{Kind: place.Shared}}
-	st, err := s.StageCopy(context.Background(), place.Target{Area: root.Area, Name: name}, old, 0)
+	st, err := s.StageCopy(context.Background(), place.Target{Area: root.Area, Name: name}, old, 0, old)
 	if err != nil {
 		t.Fatal(err)
 	}

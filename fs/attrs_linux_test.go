@@ -202,3 +202,47 @@ func runOnMount(p string) ([]byte, error) {
 	out, err := exec.Command("/bin/sh", "-c", `exec "$0"`, p).CombinedOutput()
 	return out, err
 }
+
+// Modes, owners and times set on one desk are that desk's: another desk,
+// and this desk with a new cache dir, show the service's defaults.
+func TestAttributesAreThisDesksOnly(t *testing.T) {
+	a, b := twoDesks(t)
+	p := "f"
+	if err := os.WriteFile(a.Path("shared", p), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chmod(a.Path("shared", p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(a.Path("shared", p), 4242, 4343); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(a.Path("shared", p), old, old); err != nil {
+		t.Fatal(err)
+	}
+	a.settle()
+	check := func(who string, path string, want func(st *syscall.Stat_t) bool) {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		if !want(&st) {
+			t.Errorf("%s: mode %o uid %d gid %d mtime %d", who, st.Mode&0o7777, st.Uid, st.Gid, st.Mtim.Sec)
+		}
+	}
+	check("desk A", a.Path("shared", p), func(st *syscall.Stat_t) bool {
+		return st.Mode&0o7777 == 0o700 && st.Uid == 4242 && st.Gid == 4343 && st.Mtim.Sec == old.Unix()
+	})
+	defaults := func(st *syscall.Stat_t) bool {
+		return st.Mode&0o7777 == 0o644 && st.Uid == uint32(os.Getuid()) && st.Gid == uint32(os.Getgid()) && st.Mtim.Sec != old.Unix()
+	}
+	check("desk B", b.Path("shared", p), defaults)
+
+	// Desk A again, with a new cache dir.
+	a.unmount()
+	a.CacheDir = t.TempDir()
+	a.Mount()
+	check("desk A with a new cache dir", a.Path("shared", p), defaults)
+}

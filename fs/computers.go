@@ -4,7 +4,7 @@ package fs
 // area, named as ComputerNames (names.go) has it.
 //
 // Locks: computersNode.mu guards the list the names were made from (a
-// node's mu, see fs.go).
+// node's mu, docs/ARCHITECTURE.md).
 
 import (
 	"context"

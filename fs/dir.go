@@ -5,7 +5,7 @@ package fs
 // (create, mkdir, unlink, rmdir, rename; a file's rename in rename_file.go,
 // links in links.go).
 //
-// Locks: dirNode.mu (a node's mu, see fs.go) guards the folder's view.
+// Locks: dirNode.mu (a node's mu, docs/ARCHITECTURE.md) guards the folder's view.
 
 import (
 	"context"
@@ -62,10 +62,7 @@ var (
 // files) are synced. It does not wait for the service: fsync of a file, or
 // orgfs sync, does.
 func (n *dirNode) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
-	if n.fsys.store.Staging == nil {
-		return 0
-	}
-	if err := n.fsys.store.Staging.SyncDir(); err != nil {
+	if err := n.fsys.store.SyncStaging(); err != nil {
 		return Errno(n.fsys.log, "syncing the staging for "+n.Path(nil), err)
 	}
 	return 0
@@ -94,23 +91,43 @@ func (n *dirNode) freshView() *dirView {
 	return nil
 }
 
+// setView makes listing l the folder's view, unless it is already; a
+// listing fetched anew has the kernel told what changed (kernel.go).
+func (n *dirNode) setView(l *cache.Listing) *dirView {
+	n.mu.Lock()
+	old := n.view
+	fresh := old == nil || old.listing != l
+	if fresh {
+		var ok bool
+		if n.view, ok = old.derived(l, !n.fsys.opts.NoLinks); !ok {
+			n.view = newDirView(l, !n.fsys.opts.NoLinks)
+		}
+	}
+	v := n.view
+	n.mu.Unlock()
+	if fresh && len(v.shadowed) > 0 {
+		n.warnShadowed(v.shadowed)
+	}
+	if fresh && (old == nil || l.Fetched.After(old.listing.Fetched)) {
+		n.listingChanged(v) // fetched, not edited by this mount
+	}
+	return v
+}
+
 // staged is the pending file of this folder shown as name, if any: the file
 // of that name, else the link (its link file, links.go). A link file's own
 // name shows nothing.
 func (n *dirNode) staged(name string) *writeback.Staged {
-	if n.fsys.store.Staging == nil {
-		return nil
-	}
 	if n.fsys.opts.NoLinks {
-		return n.fsys.store.Staging.Lookup(n.target(name))
+		return n.fsys.store.Staged(n.target(name))
 	}
 	if _, raw := linkBase(name); raw {
 		return nil
 	}
-	if st := n.fsys.store.Staging.Lookup(n.target(name)); st != nil {
+	if st := n.fsys.store.Staged(n.target(name)); st != nil {
 		return st
 	}
-	return n.fsys.store.Staging.Lookup(n.target(name + linkSuffix))
+	return n.fsys.store.Staged(n.target(name + linkSuffix))
 }
 
 // cachedHas reports whether the folder's cached view, fresh or not, holds
@@ -135,7 +152,7 @@ func (n *dirNode) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 		// rmdir and renames edit it at once).
 		out.Attr.Nlink = 2 + uint32(l.Folders)
 	}
-	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(n.dirKey()))
+	applyAttr(&out.Attr, n.fsys.store.DirAttr(n.dirKey()))
 	return 0
 }
 
@@ -284,22 +301,20 @@ func succeeds(ch *gofs.Inode, st *writeback.Staged) bool {
 func (n *dirNode) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	ctx, cancel := n.fsys.bound(ctx)
 	defer cancel()
-	var names []string // by name (Staging.Pending's order)
+	var names []string // by name (Store.PendingIn's order)
 	pending := map[string]*writeback.Staged{}
-	if n.fsys.store.Staging != nil {
-		for _, st := range n.fsys.store.Staging.Pending(n.dirKey().Area, n.dirKey().ID) {
-			name := st.Target().Name
-			if base, ok := linkBase(name); ok && !n.fsys.opts.NoLinks {
-				if pending[base] != nil {
-					continue // the file of that name shows (Lookup)
-				}
-				name = base
+	for _, st := range n.fsys.store.PendingIn(n.dirKey()) {
+		name := st.Target().Name
+		if base, ok := linkBase(name); ok && !n.fsys.opts.NoLinks {
+			if pending[base] != nil {
+				continue // the file of that name shows (Lookup)
 			}
-			if pending[name] == nil {
-				names = append(names, name)
-			}
-			pending[name] = st
+			name = base
 		}
+		if pending[name] == nil {
+			names = append(names, name)
+		}
+		pending[name] = st
 	}
 	v, errno := n.load(ctx)
 	if errno != 0 {
@@ -407,12 +422,9 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 		return ch, ln, fuse.FOPEN_DIRECT_IO, 0
 	}
 	isNew := n.staged(name) == nil && !n.cachedHas(name)
-	st, errno := n.createStaged(ctx, name, n.fsys.newAttr(ctx, mode, n.fsys.FileMode()))
+	st, errno := n.createStaged(ctx, name, n.fsys.newAttr(ctx, mode, n.fsys.FileMode()), isNew)
 	if errno != 0 {
 		return nil, nil, 0, errno
-	}
-	if isNew {
-		n.fsys.store.Attrs.TouchDir(n.dirKey())
 	}
 	st.Touch()
 	ch := n.stagedChild(ctx, name, st)
@@ -425,12 +437,14 @@ func (n *dirNode) Create(ctx context.Context, name string, flags uint32, mode ui
 
 // createStaged returns the empty staging copy of a file made at name: the
 // pending file there, truncated, or a new one, which replaces the service
-// file of that name when it is uploaded. The caller owns a writer of it.
-func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr) (*writeback.Staged, syscall.Errno) {
+// file of that name when it is uploaded; newName: the name was free, so a
+// new file moves the folder's times (Store.Create). The caller owns a
+// writer of it.
+func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr, newName bool) (*writeback.Staged, syscall.Errno) {
 	t := n.target(name)
 	// Acquire opens a pending file for writing under the queue's lock, so its
 	// upload cannot retire it in between.
-	if st := n.fsys.store.Staging.Acquire(t, true); st != nil {
+	if st := n.fsys.store.Acquire(t, true); st != nil {
 		if err := st.File().Truncate(0); err != nil {
 			st.CloseWriter()
 			return nil, Errno(n.fsys.log, "truncating "+name, err)
@@ -449,13 +463,12 @@ func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr)
 			return nil, syscall.EEXIST // the kernel follows a link it knows; this one it did not
 		}
 		replaces = f.ID
-		set = n.fsys.store.Attrs.Shown(f) // an existing file keeps its mode and owner
+		set = n.fsys.store.FileAttr(f) // an existing file keeps its mode and owner
 	}
-	st, err := n.fsys.store.Staging.CreateAt(t, replaces, n.Path(nil)+"/"+name)
+	st, err := n.fsys.store.Create(t, replaces, n.Path(nil)+"/"+name, set, newName)
 	if err != nil {
 		return nil, Errno(n.fsys.log, "creating "+n.Path(nil)+"/"+name, err)
 	}
-	n.fsys.store.Attrs.ResetPending(t, set)
 	return st, 0
 }
 
@@ -478,18 +491,13 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 		}
 		return nil, syscall.EEXIST
 	}
-	f, err := n.fsys.store.Mkdir(ctx, n.dirKey(), name)
+	f, err := n.fsys.store.Mkdir(ctx, n.dirKey(), name, n.fsys.newAttr(ctx, mode, n.fsys.DirMode()))
 	if err != nil {
 		return nil, n.fsys.errno(ctx, "creating folder "+n.Path(nil)+"/"+name, err)
 	}
-	key := place.DirKey{Area: n.dirKey().Area, ID: f.ID}
-	if set := n.fsys.newAttr(ctx, mode, n.fsys.DirMode()); !set.IsZero() {
-		n.fsys.store.Attrs.SetDir(key, set)
-	}
-	n.fsys.store.Attrs.TouchDir(n.dirKey())
 	ch := n.listedChild(ctx, name, f, time.Time{}, 0) // a folder
 	n.fsys.setDirAttr(&out.Attr, f.LastModified)
-	applyAttr(&out.Attr, n.fsys.store.Attrs.Dir(key))
+	applyAttr(&out.Attr, n.fsys.store.DirAttr(place.DirKey{Area: n.dirKey().Area, ID: f.ID}))
 	return ch, 0
 }
 
@@ -501,7 +509,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	}
 	if lf := n.fsys.local.remove(n.dirKey(), name); lf != nil {
 		if lf.special() {
-			n.fsys.store.Attrs.TouchDir(n.dirKey())
+			n.fsys.store.TouchDir(n.dirKey())
 		}
 		return 0
 	}
@@ -510,10 +518,9 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	found, pendingLink := false, false
 	if st := n.staged(name); st != nil {
 		pendingLink = n.fsys.isLinkStaged(st)
-		if err := n.fsys.store.Staging.Remove(st); err != nil {
+		if err := n.fsys.store.RemoveStaged(st); err != nil {
 			return Errno(n.fsys.log, "removing "+name, err)
 		}
-		n.fsys.store.Attrs.ForgetPending(st.Target())
 		if ch := n.GetChild(name); ch != nil {
 			if fn, ok := ch.Operations().(*fileNode); ok {
 				// Descriptors still open on it read and write the removed
@@ -544,7 +551,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 			n.fsys.store.Unlinked(n.dirKey(), f) // deleted at the last close (unlinked.go)
 			return 0
 		}
-		if err := n.fsys.store.Delete(ctx, n.dirKey(), f); err != nil {
+		if err := n.fsys.store.Remove(ctx, n.dirKey(), f); err != nil {
 			return n.fsys.errno(ctx, "deleting "+n.Path(nil)+"/"+name, err)
 		}
 		found = true
@@ -552,7 +559,6 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if !found {
 		return syscall.ENOENT
 	}
-	n.fsys.store.Attrs.TouchDir(n.dirKey())
 	return 0
 }
 
@@ -575,7 +581,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 		return syscall.ENOTDIR
 	}
 	key := place.DirKey{Area: n.dirKey().Area, ID: f.ID}
-	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 || n.fsys.local.hasSpecial(key) {
+	if len(n.fsys.store.PendingIn(key)) > 0 || n.fsys.local.hasSpecial(key) {
 		return syscall.ENOTEMPTY
 	}
 	n.fsys.store.Dirs.Drop(key)
@@ -586,11 +592,10 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if len(l.Files) > 0 {
 		return syscall.ENOTEMPTY
 	}
-	if err := n.fsys.store.Delete(ctx, n.dirKey(), f); err != nil {
+	if err := n.fsys.store.Remove(ctx, n.dirKey(), f); err != nil {
 		return n.fsys.errno(ctx, "deleting folder "+n.Path(nil)+"/"+name, err)
 	}
 	n.fsys.local.dropDir(key)
-	n.fsys.store.Attrs.TouchDir(n.dirKey())
 	return 0
 }
 
@@ -618,7 +623,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 	// The staging first, then the listing (load): a file whose upload ends
 	// in between is in one or the other, never in neither, nor listed in its
 	// previous version. A staged copy found is held (as a reader) until the
-	// rename is done, so that it is not retired before it is moved.
+	// rename is done, so that it does not land (leave the staging) before it is moved.
 	st := r.acquire()
 	if st != nil {
 		defer st.CloseReader()
@@ -643,11 +648,7 @@ func (n *dirNode) Rename(ctx context.Context, name string, newParent gofs.InodeE
 		if over != nil {
 			n.fsys.local.remove(dst.dirKey(), newName)
 		}
-		// Both folders' times move, as a disk's do.
-		n.fsys.store.Attrs.TouchDir(n.dirKey())
-		if dst.dirKey() != n.dirKey() {
-			n.fsys.store.Attrs.TouchDir(dst.dirKey())
-		}
+		n.fsys.store.Renamed(n.dirKey(), dst.dirKey()) // both folders' times move
 	}
 	return errno
 }
@@ -659,7 +660,7 @@ func (n *dirNode) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetA
 		return syscall.EROFS
 	}
 	if c, ok := attrChange(in); ok {
-		n.fsys.store.Attrs.SetDir(n.dirKey(), c)
+		n.fsys.store.SetDirAttr(n.dirKey(), c)
 	}
 	return n.Getattr(ctx, fh, out)
 }

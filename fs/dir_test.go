@@ -7,11 +7,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -426,5 +428,51 @@ func TestWriteReviewRecreateWhileOldHeld(t *testing.T) {
 	t.Logf("read back: %q %v", b, err)
 	if string(b) != "second!" || st.Size != 7 {
 		t.Errorf("pending file not readable / wrong size")
+	}
+}
+
+// rmdir checks a fresh listing of the folder, then deletes it on the
+// service, which deletes folders whole: a file another client adds between
+// that listing and the delete goes with the folder. The file is put at the
+// emulator while the listing's answer is held.
+func TestRmdirDeletesAFileAddedAfterItsListing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	folder := e.mkdir(0, e.root(0), "emptied")
+	if _, err := os.ReadDir(e.Path("shared", "emptied")); err != nil { // listed (empty) before
+		t.Fatal(err)
+	}
+	var once sync.Once
+	type result struct {
+		id  int64
+		err error
+	}
+	added := make(chan result, 1)
+	e.setHook(func(r *http.Request, answered bool) {
+		if answered && isListing(r, folder) {
+			once.Do(func() {
+				id, err := e.Emu.CreateFile(e.Org, 0, folder, "added meanwhile.txt", strings.NewReader("another client's file\n"))
+				added <- result{id, err}
+			})
+		}
+	})
+	if err := syscall.Rmdir(e.Path("shared", "emptied")); err != nil {
+		t.Fatalf("rmdir: %v", err)
+	}
+	e.setHook(nil)
+	var file int64
+	select {
+	case r := <-added:
+		if r.err != nil {
+			t.Fatalf("adding a file to the folder: %v", r.err)
+		}
+		file = r.id
+	default:
+		t.Fatal("rmdir did not list the folder afresh")
+	}
+	if _, ok := e.serviceFile("emptied"); ok {
+		t.Error("the folder is still on the service")
+	}
+	if _, err := e.Client.FileURL(t.Context(), file); !api.IsNotFound(err) {
+		t.Errorf("the file added between the listing and the delete: %v, want not found (deleted with the folder)", err)
 	}
 }

@@ -314,6 +314,9 @@ func TestDirReadAheadStopsInAnOutage(t *testing.T) {
 	// starts the read-ahead again: the next read of top/mid/ lists the
 	// other leaves ahead.
 	e.Emu.SetOutage(emulator.OutageNone)
+	// The mount went offline in the silence (api/reach.go); its probe finds
+	// the service back.
+	testkit.WaitFor(t, 10*time.Second, "the mount online again", func() bool { return e.Client.Reachability().Online })
 	if _, err := os.ReadDir(e.Path("shared", "top", "mid", "leaf00")); err != nil {
 		t.Fatal(err)
 	}

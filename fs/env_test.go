@@ -283,3 +283,12 @@ func run(t *testing.T, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// closeOnce closes c unless it is closed.
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+}

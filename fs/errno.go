@@ -9,6 +9,7 @@ import (
 	"io"
 	"syscall"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
@@ -54,9 +55,19 @@ func Errno(log logrus.FieldLogger, what string, err error) syscall.Errno {
 	}
 	var errno syscall.Errno
 	var apiErr *api.Error
+	var offline *api.OfflineError
 	switch {
+	case errors.As(err, &offline):
+		// Offline: EIO at once, logged once per path and outage.
+		if _, seen, _ := offlineLogged.PeekOrAdd(what+"\x00"+offline.Since.String(), struct{}{}); !seen {
+			log.WithError(err).WithFields(logrus.Fields{"errno": syscall.EIO.Error(), "waited_for": what}).
+				Warn("fs: the service cannot be reached (offline), and nothing cached answers; EIO")
+		}
+		return syscall.EIO
 	case errors.As(err, &errno):
-		// already an errno
+		if networkErrno[errno] {
+			errno = syscall.EIO // the network's, not a file system's (ECONNREFUSED)
+		}
 	case errors.Is(err, context.Canceled):
 		return syscall.EINTR // the reader gave up; nothing to log
 	case errors.Is(err, context.DeadlineExceeded):
@@ -71,6 +82,15 @@ func Errno(log logrus.FieldLogger, what string, err error) syscall.Errno {
 	log.WithError(err).WithField("errno", errno.Error()).Warn(what)
 	return errno
 }
+
+// networkErrno are the errnos of the network, which no program expects of
+// a file system: a failure that carries one answers EIO.
+var networkErrno = map[syscall.Errno]bool{syscall.ECONNREFUSED: true, syscall.ECONNRESET: true, syscall.ECONNABORTED: true,
+	syscall.ENETUNREACH: true, syscall.EHOSTUNREACH: true, syscall.ENETDOWN: true, syscall.EPIPE: true, syscall.ETIMEDOUT: true}
+
+// offlineLogged are the operations (what, and the outage's start) whose
+// failure offline was logged: one line per path and outage, not per call.
+var offlineLogged, _ = lru.New[string, struct{}](4096)
 
 // codeErrno maps a service client_code to an errno: 404 ENOENT; 401, 403,
 // 4710 EACCES; 480 EDQUOT; 482 EIO; a computer or image in the wrong state

@@ -4,7 +4,7 @@ package fs
 // copy, open, truncate, times set, and the staging of a service file for
 // writing.
 //
-// Locks: fileNode.stageMu, then fileNode.mu (see fs.go).
+// Locks: fileNode.stageMu, then fileNode.mu (docs/ARCHITECTURE.md).
 
 import (
 	"context"
@@ -39,7 +39,7 @@ type fileNode struct {
 	linkTarget  linkTarget        // guarded by mu; a link's target as last read (links.go)
 
 	link    bool       // constant: a symbolic link, kept on the service as a link file (links.go)
-	stageMu sync.Mutex // held while a staging copy of the file is made (see the lock order in fs.go)
+	stageMu sync.Mutex // held while a staging copy of the file is made (the lock order: docs/ARCHITECTURE.md)
 
 	ptMu sync.Mutex // a leaf, held across a backing file's registration (passthrough.go)
 	pt   ptState    // guarded by ptMu; the file's opens as the kernel sees them
@@ -112,7 +112,7 @@ func (n *fileNode) refreshStaged() *writeback.Staged {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.staged
-	if st != nil && (n.fsys.store.Staging == nil || n.fsys.store.Staging.Lookup(st.Target()) != st) {
+	if st != nil && n.fsys.store.Staged(st.Target()) != st {
 		// Uploaded (or removed): the listing now has the file.
 		t := st.Target() // where it went, wherever the node was before
 		n.parent = place.DirKey{Area: t.Area, ID: t.ParentID}
@@ -181,7 +181,7 @@ func (n *fileNode) fillAttr(a *fuse.Attr) (asOf time.Time) {
 	}
 	if st := n.refreshStaged(); st != nil {
 		n.fsys.stagedAttr(a, st)
-		set := n.fsys.store.Attrs.Pending(st.Target())
+		set := n.fsys.store.StagedAttr(st.Target())
 		set.MTime = nil // the staging copy's
 		applyAttr(a, set)
 		return time.Now()
@@ -190,7 +190,7 @@ func (n *fileNode) fillAttr(a *fuse.Attr) (asOf time.Time) {
 	f, listedAt := n.file, n.listedAt
 	n.mu.Unlock()
 	n.fsys.SetAttr(a, syscall.S_IFREG|n.fsys.FileMode(), f.Size, f.LastModified)
-	applyAttr(a, n.fsys.store.Attrs.Shown(f))
+	applyAttr(a, n.fsys.store.FileAttr(f))
 	if f.ID != 0 && n.fsys.open.isUnlinked(f.ID) {
 		a.Nlink = 0
 		return time.Time{}
@@ -306,7 +306,7 @@ func (n *fileNode) acquirePending() *writeback.Staged {
 	if n.refreshStaged() == nil {
 		return nil
 	}
-	return n.fsys.store.Staging.Acquire(n.target(), false)
+	return n.fsys.store.Acquire(n.target(), false)
 }
 
 // openReader opens the service's content of the file: a read handle. The
@@ -438,16 +438,13 @@ func (n *fileNode) truncate(ctx context.Context, size int64) syscall.Errno {
 // copy, the rest (and a service file's time) in the attribute store.
 func (n *fileNode) setAttr(c cache.Attr) {
 	if st := n.refreshStaged(); st != nil {
-		if c.MTime != nil {
-			st.SetModTime(*c.MTime)
-		}
-		n.fsys.store.Attrs.SetPending(st.Target(), c)
+		n.fsys.store.SetStagedAttr(st, c)
 		return
 	}
 	n.mu.Lock()
 	f := n.file
 	n.mu.Unlock()
-	n.fsys.store.Attrs.SetFile(f, c)
+	n.fsys.store.SetFileAttr(f, c)
 }
 
 // stageForWriting opens the node's content for writing: its pending staging
@@ -458,7 +455,7 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*writeba
 	// the copy the first made, filled. Held across the fetch (fs.go).
 	n.stageMu.Lock()
 	defer n.stageMu.Unlock()
-	if st := n.fsys.store.Staging.Acquire(n.target(), true); st != nil {
+	if st := n.fsys.store.Acquire(n.target(), true); st != nil {
 		n.setStaged(st)
 		return st, 0
 	}
@@ -474,11 +471,12 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*writeba
 	var err error
 	// A file open in passthrough is staged whole even when truncating: the
 	// kernel's file becomes the staging copy (StageCopy), truncated after.
+	// A mode lasts across a write: the staging copy shows what was set on f.
 	if truncate && !n.ptActive() {
-		st, err = n.fsys.store.Staging.CreateAt(n.target(), f.ID, n.Path(nil))
+		st, err = n.fsys.store.Create(n.target(), f.ID, n.Path(nil), n.fsys.store.FileAttr(f), false)
 	} else {
 		// Complete before anybody sees it (Store.StageCopy).
-		st, err = n.fsys.store.StageCopy(ctx, n.target(), f, f.ID)
+		st, err = n.fsys.store.StageCopy(ctx, n.target(), f, f.ID, f)
 		if err != nil && cache.Gone(err) {
 			st, err = n.stageReplaced(ctx, f)
 		}
@@ -486,7 +484,6 @@ func (n *fileNode) stageForWriting(ctx context.Context, truncate bool) (*writeba
 	if err != nil {
 		return nil, n.fsys.errno(ctx, "staging "+n.Path(nil), err)
 	}
-	n.fsys.store.Attrs.ResetPending(n.target(), n.fsys.store.Attrs.Shown(f)) // a mode lasts across a write
 	st.SetPath(n.Path(nil))
 	n.setStaged(st)
 	return st, 0
@@ -529,9 +526,9 @@ func (n *fileNode) stageReplaced(ctx context.Context, f api.File) (*writeback.St
 		return nil, errno
 	}
 	if errno == syscall.ENOENT {
-		return n.fsys.store.Staging.Create(n.target(), f.ID)
+		return n.fsys.store.Create(n.target(), f.ID, "", n.fsys.store.FileAttr(f), false)
 	}
-	return n.fsys.store.StageCopy(ctx, n.target(), cur, f.ID)
+	return n.fsys.store.StageCopy(ctx, n.target(), cur, f.ID, f)
 }
 
 func (n *fileNode) setStaged(st *writeback.Staged) {

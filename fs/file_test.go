@@ -257,3 +257,90 @@ func TestMtimeSetAfterUploadSurvivesRelist(t *testing.T) {
 		t.Fatalf("mtime after the first real listing: %v, %v; want %v", fi.ModTime().UTC(), err, when)
 	}
 }
+
+// An open for writing without O_TRUNC of a file on the service fetches
+// nothing; its first write fetches the whole content (the write waits for
+// it), once, into the staging copy; a file whose content is in the cache is
+// copied from there, with no request. An open closed without a write stages
+// and sends nothing.
+func TestOpenForWritingFetchesAtTheFirstWrite(t *testing.T) {
+	const size = 6 << 20
+	e := newEnv(t, envOptions{})
+	data := testkit.RandBytes(size, 4)
+	e.put(0, e.root(0), "cold.bin", data)
+	e.put(0, e.root(0), "warm.bin", data)
+	untouched := e.put(0, e.root(0), "untouched.bin", data)
+	if b, err := os.ReadFile(e.Path("shared", "warm.bin")); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("reading warm.bin: %v", err)
+	}
+	sent := func() int64 { return e.Emu.Stats().Objects.BytesOut }
+	urls := func() int64 { return e.Requests("POST /files/download") }
+
+	before, beforeURLs := sent(), urls()
+	f, err := os.OpenFile(e.Path("shared", "cold.bin"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n, u := sent()-before, urls()-beforeURLs; n != 0 || u != 0 {
+		t.Errorf("the open for writing fetched %d bytes (%d URL requests), want none", n, u)
+	}
+	if _, err := f.WriteAt([]byte("EDIT"), 100); err != nil {
+		t.Fatal(err)
+	}
+	if n := sent() - before; n != size {
+		t.Errorf("the first write fetched %d bytes, want the whole file's %d", n, size)
+	}
+	if _, err := f.WriteAt([]byte("MORE"), 5<<20); err != nil {
+		t.Fatal(err)
+	}
+	if n := sent() - before; n != size {
+		t.Errorf("after a second write %d bytes fetched, want %d: the content once", n, size)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	before, beforeURLs = sent(), urls()
+	g, err := os.OpenFile(e.Path("shared", "warm.bin"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := g.WriteAt([]byte("EDIT"), 100); err != nil {
+		t.Fatal(err)
+	}
+	if n, u := sent()-before, urls()-beforeURLs; n != 0 || u != 0 {
+		t.Errorf("the first write to a file whose content is cached fetched %d bytes (%d URL requests), want none", n, u)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Opened and closed without a write: nothing staged, nothing sent.
+	before = sent()
+	h, err := os.OpenFile(e.Path("shared", "untouched.bin"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if n := sent() - before; n != 0 {
+		t.Errorf("an open for writing closed without a write fetched %d bytes", n)
+	}
+	if names := e.stagedNames(); slices.Contains(names, "untouched.bin") {
+		t.Errorf("staged %q: the file opened for writing and closed without a write among them", names)
+	}
+	e.settle()
+	if f, ok := e.serviceFile("untouched.bin"); !ok || f.ID != untouched {
+		t.Errorf("the file opened for writing and closed without a write was uploaded again (%+v)", f)
+	}
+	want := slices.Clone(data)
+	copy(want[100:], "EDIT")
+	if got := e.serviceBytes("warm.bin"); !bytes.Equal(got, want) {
+		t.Error("warm.bin on the service is not the content with the edit")
+	}
+	copy(want[5<<20:], "MORE")
+	if got := e.serviceBytes("cold.bin"); !bytes.Equal(got, want) {
+		t.Error("cold.bin on the service is not the content with the edits")
+	}
+}

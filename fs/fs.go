@@ -1,47 +1,7 @@
 package fs
 
 // The FS of a mount (its options, dependencies and state) and the mounting
-// of its tree; and the package's lock order.
-//
-// Lock order, outermost first:
-//
-//	fileNode.stageMu
-//	  → a node's mu (fileNode.mu, dirNode.mu or computersNode.mu; never two nodes' at once)
-//	    → package cache's locks (Staging.mu, Dirs.mu, Attrs.mu, the fetcher's
-//	      and the content cache's), taken inside the cache calls; their order
-//	      is in cache/doc.go
-//
-// A node's mu guards that node's fields. It is held for memory only, and for
-// cache calls that answer from memory under the cache's own lock:
-// fileNode.refreshStaged and fileNode.target call Staging.Lookup,
-// Staged.Target, Staged.Uploaded and Dirs.Cached with fileNode.mu held, and
-// dirNode.load builds its view (Staged.Target) with dirNode.mu held. A
-// node's mu is never held across a request, disk I/O, or a call into go-fuse
-// (GetChild, NewInode and Path are called without it; NotifyContent is sent
-// from a goroutine).
-//
-// fileNode.stageMu is held across I/O, on purpose. While a file is first
-// staged for writing (fileNode.stageForWriting, from open for writing and
-// truncate) it is held across the listing request that finds the service's
-// record, the fetch of the whole content over the network, and the copy of it
-// to local disk. It serializes the making of staging copies per file: a
-// second writer of the same file waits for the first's copy and then opens
-// that copy, filled, instead of making another from the service. Only opens
-// for writing and truncations of that one file wait on it; reads, lookups and
-// other files never take it.
-//
-// localFiles.mu, localFile.mu (local.go), openFiles.mu (unlinked.go) and
-// readHandle.mu (handle.go) are leaves, held for memory only.
-//
-// fileNode.ptMu (passthrough.go) is held across the ioctl that registers or
-// releases a backing file with the kernel, so that an open's mode is chosen
-// and its backing file registered in one step; under it only
-// passthrough.mu, a leaf. It may be taken under stageMu, never the
-// reverse, and no cache call is made under it.
-//
-// Package cache never calls back into the mount (after an upload the Store
-// updates its own caches), and go-fuse calls the nodes with none of ours
-// held.
+// of its tree. The package's lock order is in docs/ARCHITECTURE.md.
 
 import (
 	"os"
@@ -91,7 +51,7 @@ type Deps struct {
 // FS is what every node of the mount shares.
 type FS struct {
 	// Dependencies
-	store *cache.Store // the caches; store.Staging is nil on a read-only mount
+	store *cache.Store // the caches, and every change through them; no staging on a read-only mount (Store.Writable)
 	log   logrus.FieldLogger
 
 	// Constants
@@ -202,5 +162,5 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 
 // writable reports whether changes may be made in an area.
 func (f *FS) writable(a place.Area) bool {
-	return !f.opts.ReadOnly && f.store.Staging != nil && a.Kind != place.Recordings
+	return !f.opts.ReadOnly && f.store.Writable() && a.Kind != place.Recordings
 }

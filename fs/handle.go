@@ -5,7 +5,7 @@ package fs
 //
 // Locks: readHandle.mu, a leaf held for memory only; the cache's, inside
 // the cache calls; a file node's mu for its fields, never with
-// readHandle.mu (see fs.go).
+// readHandle.mu (docs/ARCHITECTURE.md).
 
 import (
 	"context"

@@ -49,29 +49,6 @@ func (f *FS) keepEntry(out *fuse.EntryOut, asOf time.Time) {
 	}
 }
 
-// setView makes listing l the folder's view, unless it is already; a
-// listing fetched anew has the kernel told what changed (kernel.go).
-func (n *dirNode) setView(l *cache.Listing) *dirView {
-	n.mu.Lock()
-	old := n.view
-	fresh := old == nil || old.listing != l
-	if fresh {
-		var ok bool
-		if n.view, ok = old.derived(l, !n.fsys.opts.NoLinks); !ok {
-			n.view = newDirView(l, !n.fsys.opts.NoLinks)
-		}
-	}
-	v := n.view
-	n.mu.Unlock()
-	if fresh && len(v.shadowed) > 0 {
-		n.warnShadowed(v.shadowed)
-	}
-	if fresh && (old == nil || l.Fetched.After(old.listing.Fetched)) {
-		n.listingChanged(v) // fetched, not edited by this mount
-	}
-	return v
-}
-
 // listingChanged tells the kernel what a listing of the folder fetched
 // anew (cur) changed of what it keeps: each entry it holds is compared with
 // the listing (tellKernel). Sent outside the request that loaded the

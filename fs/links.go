@@ -15,7 +15,7 @@ package fs
 // kind a rename or a new link displaces (X and X.rclonelink are two
 // service names for one name shown).
 //
-// Locks: fileNode.mu guards a link's cached target (a node's mu, see fs.go);
+// Locks: fileNode.mu guards a link's cached target (a node's mu, docs/ARCHITECTURE.md);
 // nothing is held across the fetch of a target.
 
 import (
@@ -171,18 +171,17 @@ func (n *dirNode) Symlink(ctx context.Context, target, name string, out *fuse.En
 		return nil, syscall.EEXIST
 	}
 	t := n.target(name + linkSuffix)
-	st, err := n.fsys.store.Staging.CreateFrom(t, 0, func(f *os.File) error {
+	// Its maker as owner.
+	st, err := n.fsys.store.CreateFilled(t, n.fsys.newAttr(ctx, 0o777, 0o777), func(f *os.File) error {
 		_, err := f.WriteAt([]byte(target), 0)
 		return err
 	})
 	if err != nil {
 		return nil, Errno(n.fsys.log, "creating the link "+n.Path(nil)+"/"+name, err)
 	}
-	n.fsys.store.Attrs.ResetPending(t, n.fsys.newAttr(ctx, 0o777, 0o777)) // its maker as owner
 	st.SetPath(n.Path(nil) + "/" + name)
 	st.Touch()
 	st.CloseWriter()
-	n.fsys.store.Attrs.TouchDir(n.dirKey())
 	ch := n.stagedChild(ctx, name, st)
 	ch.Operations().(*fileNode).fillAttr(&out.Attr)
 	return ch, 0
@@ -193,7 +192,7 @@ func (n *dirNode) pendingLink(name string) *writeback.Staged {
 	if n.fsys.opts.NoLinks {
 		return nil
 	}
-	return n.fsys.store.Staging.Lookup(n.target(name + linkSuffix))
+	return n.fsys.store.Staged(n.target(name + linkSuffix))
 }
 
 // hasRaw reports whether the listing holds an entry of service name raw,
@@ -335,11 +334,10 @@ func (n *dirNode) displace(ctx context.Context, name string, st *writeback.Stage
 	if link {
 		other = name
 	}
-	if o := n.fsys.store.Staging.Lookup(n.target(other)); o != nil && o != st {
-		if err := n.fsys.store.Staging.Remove(o); err != nil {
+	if o := n.fsys.store.Staged(n.target(other)); o != nil && o != st {
+		if err := n.fsys.store.DropStaged(o); err != nil {
 			n.fsys.log.WithError(err).WithField("path", n.Path(nil)+"/"+name).Warn("fs: could not drop the pending file a rename replaced")
 		}
-		n.fsys.store.Attrs.ForgetPending(o.Target())
 	}
 	if f, ok := n.existing(ctx, name); ok && !f.IsDir() && n.fsys.isLink(f) != link {
 		n.fsys.store.Supersede(n.dirKey(), f, st)

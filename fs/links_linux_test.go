@@ -1,7 +1,9 @@
 package fs
 
 // Symbolic links, kept on the service as link files (NAME.rclonelink
-// holding the target), on a real mount of the emulator.
+// holding the target), on a real mount of the emulator. The suffix is
+// written out, not taken from linkSuffix: it is rclone's convention, which
+// the service's other clients read and write, not the code's to choose.
 
 import (
 	"context"
@@ -45,11 +47,11 @@ func checkLink(t *testing.T, path, target string) {
 	if i < 0 || ents[i].Type() != os.ModeSymlink {
 		t.Errorf("the listing of %s does not show %s as a symlink (%v)", filepath.Dir(path), filepath.Base(path), ents)
 	}
-	if slices.ContainsFunc(ents, func(d os.DirEntry) bool { return strings.HasSuffix(d.Name(), linkSuffix) && !d.IsDir() }) {
+	if slices.ContainsFunc(ents, func(d os.DirEntry) bool { return strings.HasSuffix(d.Name(), ".rclonelink") && !d.IsDir() }) {
 		t.Errorf("the listing of %s shows a link file by its own name (%v)", filepath.Dir(path), ents)
 	}
-	if _, err := os.Lstat(path + linkSuffix); !errors.Is(err, syscall.ENOENT) {
-		t.Errorf("lstat of the link file's own name %s%s: %v, want ENOENT", path, linkSuffix, err)
+	if _, err := os.Lstat(path + ".rclonelink"); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("lstat of the link file's own name %s.rclonelink: %v, want ENOENT", path, err)
 	}
 }
 
@@ -84,7 +86,7 @@ func TestSymlinkMadeHere(t *testing.T) {
 	if out := run(t, "ls", "-l", sh()); !strings.Contains(out, "ln -> ../docs/a file.txt") {
 		t.Errorf("ls -l shows no link:\n%s", out)
 	}
-	e.wantGone("ln" + linkSuffix) // pending: not uploaded yet
+	e.wantGone("ln.rclonelink") // pending: not uploaded yet
 
 	long := strings.Repeat("d/", 2047) + "x" // 4095 bytes, the longest target
 	if err := os.Symlink(long, sh("long")); err != nil {
@@ -102,20 +104,20 @@ func TestSymlinkMadeHere(t *testing.T) {
 	if err := os.Lchown(sh("ln"), uid, gid); err != nil {
 		t.Fatalf("lchown: %v", err)
 	}
-	expectErrno(t, "a link whose link file's name is over 255 bytes", os.Symlink("x", sh(strings.Repeat("n", 256-len(linkSuffix)))), syscall.ENAMETOOLONG)
-	if err := os.Symlink("x", sh(strings.Repeat("n", 255-len(linkSuffix)))); err != nil {
+	expectErrno(t, "a link whose link file's name is over 255 bytes", os.Symlink("x", sh(strings.Repeat("n", 256-len(".rclonelink")))), syscall.ENAMETOOLONG)
+	if err := os.Symlink("x", sh(strings.Repeat("n", 255-len(".rclonelink")))); err != nil {
 		t.Errorf("a link whose link file's name is 255 bytes: %v", err)
 	}
 	expectErrno(t, "symlink over an existing link", os.Symlink("x", sh("ln")), syscall.EEXIST)
-	expectErrno(t, "a file named as a link file", os.WriteFile(sh("f"+linkSuffix), nil, 0o644), syscall.EINVAL)
-	expectErrno(t, "a folder named as a link file", os.Mkdir(sh("d"+linkSuffix), 0o755), syscall.EINVAL)
+	expectErrno(t, "a file named as a link file", os.WriteFile(sh("f.rclonelink"), nil, 0o644), syscall.EINVAL)
+	expectErrno(t, "a folder named as a link file", os.Mkdir(sh("d.rclonelink"), 0o755), syscall.EINVAL)
 
 	e.drain()
-	if got := string(e.serviceBytes("ln" + linkSuffix)); got != "../docs/a file.txt" {
-		t.Errorf("ln%s on the service holds %q", linkSuffix, got)
+	if got := string(e.serviceBytes("ln.rclonelink")); got != "../docs/a file.txt" {
+		t.Errorf("ln.rclonelink on the service holds %q", got)
 	}
-	if got := string(e.serviceBytes("long" + linkSuffix)); got != long {
-		t.Errorf("long%s on the service holds %d bytes, want %d", linkSuffix, len(got), len(long))
+	if got := string(e.serviceBytes("long.rclonelink")); got != long {
+		t.Errorf("long.rclonelink on the service holds %d bytes, want %d", len(got), len(long))
 	}
 	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	checkLink(t, sh("ln"), "../docs/a file.txt")
@@ -149,13 +151,13 @@ func TestLinkRenameOverPending(t *testing.T) {
 		t.Errorf("s: %q %v", b, err)
 	}
 	e.drain()
-	if got := string(e.serviceBytes("p" + linkSuffix)); got != "tq" {
-		t.Errorf("p%s on the service: %q", linkSuffix, got)
+	if got := string(e.serviceBytes("p.rclonelink")); got != "tq" {
+		t.Errorf("p.rclonelink on the service: %q", got)
 	}
 	if got := string(e.serviceBytes("s")); got != "file r" {
 		t.Errorf("s on the service: %q", got)
 	}
-	for _, path := range []string{"p", "q" + linkSuffix, "r", "s" + linkSuffix} {
+	for _, path := range []string{"p", "q.rclonelink", "r", "s.rclonelink"} {
 		e.wantGone(path)
 	}
 }
@@ -167,28 +169,28 @@ func TestLinkRenameOverPending(t *testing.T) {
 func TestLinkFileFromTheServiceShowsAsSymlink(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	root := e.root(0)
-	e.put(0, root, "ln"+linkSuffix, []byte("/etc/hostname"))
+	e.put(0, root, "ln.rclonelink", []byte("/etc/hostname"))
 	e.put(0, root, "both", []byte("real"))
-	e.put(0, root, "both"+linkSuffix, []byte("elsewhere"))
-	e.mkdir(0, root, "dir"+linkSuffix)
+	e.put(0, root, "both.rclonelink", []byte("elsewhere"))
+	e.mkdir(0, root, "dir.rclonelink")
 	dir, hook := e.mountLogged()
 	sh := func(name string) string { return filepath.Join(dir, "shared", name) }
 	checkLink(t, sh("ln"), "/etc/hostname")
 	if fi, err := os.Lstat(sh("both")); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("both: %v %v, want the real file", fi, err)
 	}
-	if fi, err := os.Lstat(sh("dir" + linkSuffix)); err != nil || !fi.IsDir() {
-		t.Errorf("dir%s: %v %v, want a folder", linkSuffix, fi, err)
+	if fi, err := os.Lstat(sh("dir.rclonelink")); err != nil || !fi.IsDir() {
+		t.Errorf("dir.rclonelink: %v %v, want a folder", fi, err)
 	}
 	for range 2 {
 		e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
-		if got, want := fstest.ListNames(t, filepath.Join(dir, "shared")), []string{"both", "dir" + linkSuffix, "ln"}; !slices.Equal(got, want) {
+		if got, want := fstest.ListNames(t, filepath.Join(dir, "shared")), []string{"both", "dir.rclonelink", "ln"}; !slices.Equal(got, want) {
 			t.Errorf("shared/ lists %q, want %q", got, want)
 		}
 	}
 	warned := 0
 	for _, en := range hook.AllEntries() {
-		if strings.Contains(en.Message, "both"+linkSuffix) {
+		if strings.Contains(en.Message, "both.rclonelink") {
 			warned++
 		}
 	}
@@ -236,12 +238,12 @@ func TestLinkRenameAndUnlink(t *testing.T) {
 	checkLink(t, sh("tree2", "ln"), "../f")
 	e.settle()
 
-	for path, want := range map[string]string{"f" + linkSuffix: "t1", "g": "file h", "tree2/ln" + linkSuffix: "../f"} {
+	for path, want := range map[string]string{"f.rclonelink": "t1", "g": "file h", "tree2/ln.rclonelink": "../f"} {
 		if got := string(e.serviceBytes(path)); got != want {
 			t.Errorf("shared/%s on the service: %q, want %q", path, got, want)
 		}
 	}
-	for _, path := range []string{"a" + linkSuffix, "b" + linkSuffix, "sub/c" + linkSuffix, "f", "g" + linkSuffix, "gone" + linkSuffix} {
+	for _, path := range []string{"a.rclonelink", "b.rclonelink", "sub/c.rclonelink", "f", "g.rclonelink", "gone.rclonelink"} {
 		e.wantGone(path)
 	}
 	testkit.WaitFor(t, 20*time.Second, "the old folder's deletion", func() bool {
@@ -252,7 +254,7 @@ func TestLinkRenameAndUnlink(t *testing.T) {
 	if _, err := os.Lstat(sh("f")); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("lstat of a link removed: %v", err)
 	}
-	e.wantGone("f" + linkSuffix)
+	e.wantGone("f.rclonelink")
 }
 
 // Links last across a remount: the one uploaded, read back from the service
@@ -307,7 +309,7 @@ func TestGitCloneWithSymlinks(t *testing.T) {
 	if out := shell(t, env, `cd "$0" && git status --porcelain && cat bin/tool`, clone); out != "echo hi\n" {
 		t.Errorf("git status, then the file through the link, once uploaded:\n%s", out)
 	}
-	if got := string(e.serviceBytes("clone/bin/tool" + linkSuffix)); got != "../lib/tool.sh" {
+	if got := string(e.serviceBytes("clone/bin/tool.rclonelink")); got != "../lib/tool.sh" {
 		t.Errorf("the link file on the service: %q", got)
 	}
 }
@@ -332,7 +334,7 @@ func TestCpATreeWithARelativeSymlink(t *testing.T) {
 		t.Errorf("reading through the link: %q %v", b, err)
 	}
 	e.settle()
-	if got := string(e.serviceBytes("tree/sub/ln" + linkSuffix)); got != "../a.txt" {
+	if got := string(e.serviceBytes("tree/sub/ln.rclonelink")); got != "../a.txt" {
 		t.Errorf("the link file on the service: %q", got)
 	}
 }
@@ -360,20 +362,20 @@ func (e *testEnv) mountWith(opts Options) string {
 // link file shows as the plain file it is on the service.
 func TestLinksOff(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.put(0, e.root(0), "ln"+linkSuffix, []byte("target"))
+	e.put(0, e.root(0), "ln.rclonelink", []byte("target"))
 	dir := e.mountWith(Options{NoLinks: true})
 	sh := func(name string) string { return filepath.Join(dir, "shared", name) }
 	expectErrno(t, "symlink with links off", os.Symlink("x", sh("new")), syscall.ENOTSUP)
-	if fi, err := os.Lstat(sh("ln" + linkSuffix)); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Lstat(sh("ln.rclonelink")); err != nil || !fi.Mode().IsRegular() {
 		t.Fatalf("the link file with links off: %v %v, want a plain file", fi, err)
 	}
-	if b, err := os.ReadFile(sh("ln" + linkSuffix)); err != nil || string(b) != "target" {
+	if b, err := os.ReadFile(sh("ln.rclonelink")); err != nil || string(b) != "target" {
 		t.Errorf("the link file's content with links off: %q %v", b, err)
 	}
 	if _, err := os.Lstat(sh("ln")); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("lstat of the link's name with links off: %v, want ENOENT", err)
 	}
-	if err := os.WriteFile(sh("f"+linkSuffix), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(sh("f.rclonelink"), []byte("x"), 0o644); err != nil {
 		t.Errorf("a file named as a link file, with links off: %v", err)
 	}
 }
@@ -430,8 +432,8 @@ func TestLinkKeepsItsInodeThroughRenames(t *testing.T) {
 func TestLinkEdges(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	root := e.root(0)
-	e.put(0, root, "empty"+linkSuffix, []byte{})
-	e.put(0, root, "nul"+linkSuffix, []byte("a\x00b"))
+	e.put(0, root, "empty.rclonelink", []byte{})
+	e.put(0, root, "nul.rclonelink", []byte("a\x00b"))
 	sh := func(name string) string { return e.Path("shared", name) }
 	for _, name := range []string{"empty", "nul"} {
 		if fi, err := os.Lstat(sh(name)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -444,8 +446,8 @@ func TestLinkEdges(t *testing.T) {
 		}
 	}
 	e.drain()
-	e.wantGone("empty" + linkSuffix)
-	e.wantGone("nul" + linkSuffix)
+	e.wantGone("empty.rclonelink")
+	e.wantGone("nul.rclonelink")
 
 	expectErrno(t, "a link named .DS_Store", os.Symlink("x", sh(".DS_Store")), syscall.ENOTSUP)
 	expectErrno(t, "a link named ._x", os.Symlink("x", sh("._x")), syscall.ENOTSUP)
@@ -482,7 +484,7 @@ func TestLinkBesideAnotherDesksFile(t *testing.T) {
 	if err := os.WriteFile(sh("f"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.put(0, root, "f"+linkSuffix, []byte("another desk's link"))
+	e.put(0, root, "f.rclonelink", []byte("another desk's link"))
 	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}}) // this desk lists them
 
 	for _, name := range []string{"rm", "f"} {
@@ -494,12 +496,12 @@ func TestLinkBesideAnotherDesksFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.drain()
-	for name, want := range map[string]string{"rm": "another desk's rm", "mv": "another desk's mv", "f" + linkSuffix: "another desk's link", "moved" + linkSuffix: "t"} {
+	for name, want := range map[string]string{"rm": "another desk's rm", "mv": "another desk's mv", "f.rclonelink": "another desk's link", "moved.rclonelink": "t"} {
 		if got := string(e.serviceBytes(name)); got != want {
 			t.Errorf("%s on the service: %q, want %q", name, got, want)
 		}
 	}
-	e.wantGone("rm" + linkSuffix)
+	e.wantGone("rm.rclonelink")
 	e.wantGone("f")
 	e.Store.Dirs.Drop(place.DirKey{Area: place.Area{Kind: place.Shared}})
 	time.Sleep(1100 * time.Millisecond) // the kernel's attribute cache

@@ -31,9 +31,12 @@ import (
 // and a read of a file being streamed each fail with EIO or ETIMEDOUT within
 // the I/O timeout, not after the client's retries; statfs answers; a file
 // read before the outage reads from the cache; a file written during it
-// uploads once the service answers again. Each operation that gave up logs
-// one warning naming what it waited for. Before the outage, a read on a slow
-// link outlasts the I/O timeout: it is not cut while content comes.
+// uploads once the service answers again. The silence is found by a probe
+// within the I/O timeout of the first wait (api/reach.go): the mount is
+// offline, and every operation after answers at once. Each operation that
+// failed logs one warning naming what it waited for. Before the outage, a
+// read on a slow link outlasts the I/O timeout: it is not cut while content
+// comes.
 func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 	const ioTimeout = time.Second
 	// The kernel retries a failed read-ahead with a read of its own: two
@@ -84,6 +87,7 @@ func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 	e.Emu.SetOutage(emulator.OutageBlackHole)
 	t.Cleanup(func() { e.Emu.SetOutage(emulator.OutageNone) })
 	timedOut := func(err error) bool { return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.ETIMEDOUT) }
+	offline := false // the probe found the silence: what fails, fails at once
 	for _, c := range []struct {
 		name string
 		op   func() error
@@ -99,7 +103,7 @@ func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 		{"cat of a file not cached", func() error { _, err := os.ReadFile(e.Path("shared", "cold.txt")); return err }, true, 1, 1},
 		{"cat already streaming", func() error { _, err := io.Copy(io.Discard, streamed); return err }, true, 1, 8},
 		// The root's own record (the quota) was never listed: statfs shows a large disk.
-		{"statfs", func() error { var st syscall.Statfs_t; return syscall.Statfs(e.Path("shared"), &st) }, false, 1, 1},
+		{"statfs", func() error { var st syscall.Statfs_t; return syscall.Statfs(e.Path("shared"), &st) }, false, 0, 1},
 		{"cat of a cached file", func() error {
 			b, err := os.ReadFile(e.Path("shared", "cached.bin"))
 			if err == nil && !bytes.Equal(b, cached) {
@@ -137,10 +141,16 @@ func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 		if took > bound {
 			t.Errorf("%s in the black hole took %v, want at most %v (--io-timeout %v)", c.name, took, bound, ioTimeout)
 		}
+		if offline && took > ioTimeout/2 {
+			t.Errorf("%s once the mount is offline took %v, want at once", c.name, took)
+		}
+		if !offline {
+			offline = !e.Client.Reachability().Online
+		}
 		var warnings []string
 		for _, en := range hook.AllEntries() {
 			late := c.name != "cat already streaming" && strings.Contains(fmt.Sprint(en.Data), "big.bin")
-			if en.Level <= logrus.WarnLevel && strings.Contains(en.Message, "io-timeout") && !late { // the kernel's read-ahead of the stream may time out after it
+			if en.Level <= logrus.WarnLevel && (strings.Contains(en.Message, "io-timeout") || strings.Contains(en.Message, "offline")) && !late { // the kernel's read-ahead of the stream may time out after it
 				warnings = append(warnings, fmt.Sprintf("%s %v", en.Message, en.Data))
 			}
 		}
@@ -168,6 +178,9 @@ func TestBlackHoleBoundsEverySyscall(t *testing.T) {
 	}
 	if e.Store.Dirs.Stats().Stale == 0 {
 		t.Error("no listing was answered as last listed")
+	}
+	if r := e.Client.Reachability(); r.Online || !r.Silent {
+		t.Errorf("reachability in the black hole: %+v, want offline, silent", r)
 	}
 
 	e.Emu.SetOutage(emulator.OutageNone)
@@ -207,4 +220,105 @@ func listNamesEventually(t *testing.T, dir string) []string {
 		return true
 	})
 	return names
+}
+
+// Offline (the service refusing every connection, as when the network or
+// the VPN is down), nothing waits on the network: every folder listed
+// before lists as last seen, though its listing expired; a file whose
+// content is whole in the cache reads; a new file is written, shows at once
+// and reaches the service when it is back; what the mount cannot serve (a
+// folder never listed, content not cached, a change the service must make
+// now, fsync) answers EIO at once. All in well under a second each, never
+// ECONNREFUSED. The first operation after the service's return finds it
+// back (no wait for the probe's backoff).
+func TestOfflineAnswersFromWhatIsKnown(t *testing.T) {
+	const dirTTL = 500 * time.Millisecond
+	e := newEnv(t, envOptions{DirTTL: dirTTL, IOTimeout: 10 * time.Second})
+	root := e.root(0)
+	docs := e.mkdir(0, root, "docs")
+	report := []byte("the report, read before the outage\n")
+	e.put(0, docs, "report.txt", report)
+	e.put(0, root, "cold.txt", []byte("never read\n"))
+	never := e.mkdir(0, root, "never-listed")
+	e.put(0, never, "inside.txt", []byte("x"))
+	if b, err := os.ReadFile(e.Path("shared", "docs", "report.txt")); err != nil || !bytes.Equal(b, report) {
+		t.Fatalf("reading before the outage: %q %v", b, err)
+	}
+	before := fstest.ListNames(t, e.Path("shared"))
+
+	e.Emu.SetOutage(emulator.OutageRefuse)
+	t.Cleanup(func() { e.Emu.SetOutage(emulator.OutageNone) })
+	time.Sleep(2 * dirTTL) // every listing expired
+	const atOnce = time.Second
+	for _, c := range []struct {
+		name string
+		op   func() error
+		fail bool // wants EIO; else success
+	}{
+		{"ls of a folder listed before", func() error {
+			if got := fstest.ListNames(t, e.Path("shared")); !slices.Equal(got, before) {
+				return fmt.Errorf("lists %v, want %v", got, before)
+			}
+			return nil
+		}, false},
+		{"cat of a cached file", func() error {
+			b, err := os.ReadFile(e.Path("shared", "docs", "report.txt"))
+			if err == nil && !bytes.Equal(b, report) {
+				err = fmt.Errorf("reads %q", b)
+			}
+			return err
+		}, false},
+		{"write of a new file", func() error {
+			return os.WriteFile(e.Path("shared", "docs", "offline.txt"), []byte("written offline\n"), 0o644)
+		}, false},
+		{"cat of the file written offline", func() error {
+			b, err := os.ReadFile(e.Path("shared", "docs", "offline.txt"))
+			if err == nil && string(b) != "written offline\n" {
+				err = fmt.Errorf("reads %q", b)
+			}
+			return err
+		}, false},
+		{"cat of a file not cached", func() error { _, err := os.ReadFile(e.Path("shared", "cold.txt")); return err }, true},
+		{"ls of a folder never listed", func() error { _, err := os.ReadDir(e.Path("shared", "never-listed")); return err }, true},
+		{"mkdir", func() error { return os.Mkdir(e.Path("shared", "docs", "new"), 0o755) }, true},
+		{"fsync", func() error {
+			f, err := os.OpenFile(e.Path("shared", "docs", "offline.txt"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Sync()
+		}, true},
+	} {
+		start := time.Now()
+		err := c.op()
+		took := time.Since(start)
+		t.Logf("%s offline: %v after %v", c.name, err, took.Round(time.Millisecond))
+		switch {
+		case c.fail && !errors.Is(err, syscall.EIO):
+			t.Errorf("%s offline: %v, want EIO", c.name, err)
+		case !c.fail && err != nil:
+			t.Errorf("%s offline: %v, want success", c.name, err)
+		}
+		if took > atOnce {
+			t.Errorf("%s offline took %v, want under %v", c.name, took, atOnce)
+		}
+	}
+	if r := e.Client.Reachability(); r.Online || r.Reason == "" {
+		t.Errorf("reachability offline: %+v, want offline with a reason", r)
+	}
+
+	e.Emu.SetOutage(emulator.OutageNone)
+	start := time.Now()
+	if names := fstest.ListNames(t, e.Path("shared", "docs")); !slices.Contains(names, "offline.txt") {
+		t.Errorf("ls once back: %v", names)
+	}
+	// The listing answered as last seen; its fetch, started at once, finds
+	// the service back: no probe's backoff to wait for.
+	testkit.WaitFor(t, atOnce, "the mount to be online after the first operation once back", func() bool { return e.Client.Reachability().Online })
+	t.Logf("online %v after the service's return", time.Since(start).Round(time.Millisecond))
+	e.settle()
+	if got := e.serviceBytes("docs/offline.txt"); string(got) != "written offline\n" {
+		t.Errorf("the file written offline is %q on the service", got)
+	}
 }

@@ -33,7 +33,7 @@ func (f *FS) probePassthrough(srv *fuse.Server) {
 		return
 	}
 	srv.UnregisterBackingFd(id)
-	if st := f.store.Staging; st != nil && !sameDevice(st.Dir(), f.store.Content.Dir()) {
+	if dir := f.store.StagingDir(); dir != "" && !sameDevice(dir, f.store.Content.Dir()) {
 		// A writer of a file open in passthrough takes its cache file as its
 		// staging copy: a link, within one file system only.
 		f.pt.why.Store("the staging folder is on another file system than the cache")

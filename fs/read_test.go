@@ -5,12 +5,16 @@ package fs
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math/rand"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -356,4 +360,174 @@ func TestReadersOfOneFileShareFetches(t *testing.T) {
 	if out := e.Emu.Stats().Objects.BytesOut - before; out > int64(len(data))*5/4 {
 		t.Errorf("8 readers of a %d-byte file pulled %d bytes", len(data), out)
 	}
+}
+
+// rangeOf parses a request's Range header "bytes=a-b" into [a, b+1).
+func rangeOf(r *http.Request) (start, end int64, ok bool) {
+	v, found := strings.CutPrefix(r.Header.Get("Range"), "bytes=")
+	if !found {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(v, "-")
+	if !found {
+		return 0, 0, false
+	}
+	start, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return start, last + 1, true
+}
+
+// A sequential read fetches ahead in requests of 8 MiB (after a first one
+// of the 1 MiB block read), never more than --read-ahead past what the
+// program reads (and the kernel's own 1 MiB), and every byte once.
+func TestSequentialReadAheadSizes(t *testing.T) {
+	const readAhead, chunk, size = 16 << 20, 8 << 20, 40 << 20
+	e := newEnv(t, envOptions{ReadAhead: readAhead})
+	data := testkit.RandBytes(size, 3)
+	e.put(0, e.root(0), "seq.bin", data)
+	var mu sync.Mutex
+	var ranges [][2]int64
+	var reading int64 // guarded by mu: where the read in progress ends
+	var past int64    // guarded by mu: the farthest a request went past it
+	e.setHook(func(r *http.Request, answered bool) {
+		if answered || r.Method != http.MethodGet {
+			return
+		}
+		if start, end, ok := rangeOf(r); ok {
+			mu.Lock()
+			ranges = append(ranges, [2]int64{start, end})
+			past = max(past, end-reading)
+			mu.Unlock()
+		}
+	})
+	before := e.Emu.Stats().Objects
+	f, err := os.Open(e.Path("shared", "seq.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var got []byte
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		mu.Lock()
+		reading = off + int64(len(buf))
+		mu.Unlock()
+		n, err := f.ReadAt(buf, off)
+		if err != nil {
+			t.Fatalf("read at %d: %v", off, err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("the sequential read differs from the content")
+	}
+	after := e.Emu.Stats().Objects
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(ranges, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	t.Logf("range requests %v; farthest past the read: %d MiB", ranges, past>>20)
+	if sent := after.BytesOut - before.BytesOut; sent != size {
+		t.Errorf("the object store sent %d bytes for a %d-byte file read once", sent, size)
+	}
+	for i, r := range ranges {
+		n := r[1] - r[0]
+		if n > chunk || i > 0 && r[1] < size && n != chunk || i > 0 && r[0] != ranges[i-1][1] {
+			t.Errorf("range request %d is [%d, %d): %d bytes, want %d (the first may be smaller, the last ends the file)", i, r[0], r[1], n, chunk)
+		}
+	}
+	if past > readAhead+1<<20 { // the kernel reads up to 1 MiB ahead of the program
+		t.Errorf("a request went %d bytes past the read in progress, want at most --read-ahead %d and the kernel's 1 MiB", past, readAhead)
+	}
+}
+
+// A descriptor opened for reading before the file changed. Changed here
+// (the same inode, as on a disk): it reads what every descriptor reads, the
+// change being written, then the version uploaded, also where the kernel no
+// longer holds the pages, and a new open reads the same (before, the old
+// descriptor filled the kernel's pages with the version it opened, and new
+// opens read those); renamed here, it reads on. Changed elsewhere (another
+// inode): it reads the version it opened while the cache holds it, also once
+// the mount listed the new version, which new opens read.
+func TestReaderOpenedBeforeAChange(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	v1 := testkit.RandBytes(3<<20, 5)
+	v2 := "the second version, written here\n"
+	for _, name := range []string{"rewritten.bin", "edited.bin", "renamed.bin", "replaced.bin"} {
+		e.put(0, e.root(0), name, v1)
+	}
+	open := func(name string) *os.File {
+		t.Helper()
+		f, err := os.Open(e.Path("shared", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if _, err := f.ReadAt(make([]byte, 4096), 0); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// readAll reads f through the kernel's pages, then again with them dropped.
+	readAll := func(f *os.File, name string, want []byte) {
+		t.Helper()
+		for _, drop := range []bool{false, true} {
+			if drop {
+				if err := fadviseDontNeed(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := make([]byte, len(v1)+1)
+			n, err := f.ReadAt(got, 0)
+			if err != nil && err != io.EOF || !bytes.Equal(got[:n], want) {
+				t.Errorf("%s, pages dropped %v: the descriptor opened before reads %d bytes (%v), want %d (first %q, want %q)",
+					name, drop, n, err, len(want), got[:min(n, 12)], want[:min(len(want), 12)])
+			}
+		}
+	}
+
+	// Rewritten here (O_TRUNC), uploaded.
+	f := open("rewritten.bin")
+	writeSync(t, e.Path("shared", "rewritten.bin"), os.O_WRONLY|os.O_TRUNC, v2)
+	e.settle()
+	readAll(f, "rewritten.bin", []byte(v2))
+	if got := readFile(t, e.Path("shared", "rewritten.bin")); got != v2 {
+		t.Errorf("a new open of the file rewritten here reads %q, want %q", got[:min(len(got), 12)], v2)
+	}
+
+	// Edited here, the writer still open: its bytes show, pending.
+	f = open("edited.bin")
+	w, err := os.OpenFile(e.Path("shared", "edited.bin"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteAt([]byte("EDIT"), 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	edited := slices.Clone(v1)
+	copy(edited[2<<20:], "EDIT")
+	readAll(f, "edited.bin", edited)
+	w.Close()
+
+	// Renamed here: it reads on.
+	f = open("renamed.bin")
+	if err := os.Rename(e.Path("shared", "renamed.bin"), e.Path("shared", "moved.bin")); err != nil {
+		t.Fatal(err)
+	}
+	readAll(f, "moved.bin", v1)
+	e.settle()
+	readAll(f, "moved.bin", v1)
+
+	// Replaced elsewhere and listed here since: another inode.
+	f = open("replaced.bin")
+	e.apiReplace("replaced.bin", v2)
+	e.Store.Dirs.DropAll()
+	time.Sleep(1100 * time.Millisecond) // past the kernel's entry time
+	if got := readFile(t, e.Path("shared", "replaced.bin")); got != v2 {
+		t.Errorf("a new open of the file replaced elsewhere reads %q, want %q", got[:min(len(got), 12)], v2)
+	}
+	readAll(f, "replaced.bin", v1)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/place"
 	"github.com/orgfs/orgfs/writeback"
 )
@@ -58,10 +59,9 @@ func (r *renaming) suffix() string {
 // acquire holds the pending file shown at the name renamed, if any: the file
 // of that name, else the link (r.link set).
 func (r *renaming) acquire() *writeback.Staged {
-	staging := r.src.fsys.store.Staging
 	if st := r.src.staged(r.name); st != nil {
 		r.link = r.src.fsys.isLinkStaged(st)
-		if h := staging.Acquire(r.from(), false); h != nil {
+		if h := r.src.fsys.store.Acquire(r.from(), false); h != nil {
 			return h
 		}
 	}
@@ -101,14 +101,13 @@ func (r *renaming) uploaded(ctx context.Context) syscall.Errno {
 	if ok && f.IsDir() {
 		return syscall.EISDIR
 	}
-	st, err := fsys.store.StageCopy(ctx, r.to(), r.old, replaces)
+	st, err := fsys.store.StageCopy(ctx, r.to(), r.old, replaces, r.old)
 	if err != nil {
 		return fsys.errno(ctx, "renaming "+r.src.Path(nil)+"/"+r.name, err)
 	}
-	set := fsys.store.Attrs.Shown(r.old)
-	mtime, now := set.ModTime(r.old.LastModified), time.Now()
-	set.MTime, set.CTime = &mtime, &now
-	fsys.store.Attrs.ResetPending(r.to(), set)
+	// Its time stays (the copy's is the old one's); its ctime moves.
+	mtime, now := fsys.store.FileAttr(r.old).ModTime(r.old.LastModified), time.Now()
+	fsys.store.SetStagedAttr(st, cache.Attr{MTime: &mtime, CTime: &now})
 	st.SetPath(r.dst.Path(nil) + "/" + r.newName)
 	st.Touch()
 	// Gone from here now; from the service once the new name is there.

@@ -37,14 +37,14 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	if errno := r.replaceFolder(ctx); errno != 0 {
 		return errno
 	}
-	made, err := fsys.store.Mkdir(ctx, dst, r.newName)
+	made, err := fsys.store.MakeFolder(ctx, dst, r.newName)
 	if err != nil {
 		return fsys.errno(ctx, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
 	if plan != nil {
 		return r.tree(copyCtx, ctx, plan, made)
 	}
-	set := fsys.store.Attrs.Dir(key) // forgotten with the old folder
+	set := fsys.store.DirAttr(key) // forgotten with the old folder
 	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
 		uctx, cancel := fsys.bound(context.WithoutCancel(ctx)) // ctx may be what ended it
 		defer cancel()
@@ -59,7 +59,7 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	fsys.local.moveDir(key, newKey) // its desktop files and special nodes go with it
 	if !set.IsZero() {
 		// Its mode, owner and times go with it.
-		fsys.store.Attrs.SetDir(newKey, set)
+		fsys.store.SetDirAttr(newKey, set)
 	}
 	// The node the kernel moves now stands for the new folder, with its
 	// inode number (the old id is gone).
@@ -155,7 +155,7 @@ func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 // nothing on the service nor pending here (the local entries aside: a
 // folder renamed takes them along): EXDEV when it holds something.
 func (n *dirNode) emptyForRename(ctx context.Context, key place.DirKey) syscall.Errno {
-	if len(n.fsys.store.Staging.Pending(key.Area, key.ID)) > 0 {
+	if len(n.fsys.store.PendingIn(key)) > 0 {
 		return syscall.EXDEV
 	}
 	n.fsys.store.Dirs.Drop(key)

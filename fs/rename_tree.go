@@ -71,8 +71,8 @@ func (r *renaming) walkTree(ctx context.Context, p *treePlan, key place.DirKey) 
 	fsys := r.src.fsys
 	// The staging first, then the listing, as Rename does.
 	pending := map[string]*writeback.Staged{}
-	for _, st := range fsys.store.Staging.Pending(key.Area, key.ID) {
-		if h := fsys.store.Staging.Acquire(st.Target(), false); h != nil {
+	for _, st := range fsys.store.PendingIn(key) {
+		if h := fsys.store.Acquire(st.Target(), false); h != nil {
 			p.held = append(p.held, h)
 			pending[h.Target().Name] = h
 		}
@@ -128,7 +128,7 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 		r.undoFolder(uctx, made, ours)
 	}
 	for _, f := range p.folders {
-		d, err := fsys.store.Mkdir(ctx, newKeys[f.parent], f.name)
+		d, err := fsys.store.MakeFolder(ctx, newKeys[f.parent], f.name)
 		if err != nil {
 			undo()
 			return fsys.errno(ctx, "making folder "+f.name+" of a folder renamed", err)
@@ -147,11 +147,11 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 	moved := r.commitTree(p, newKeys, paths, copies)
 	for _, f := range append(p.folders, treeFolder{old: place.DirKey{Area: dst.Area, ID: r.old.ID}, mtime: r.old.LastModified}) {
 		// Each folder keeps its mode, owner and time, as on a disk.
-		set := fsys.store.Attrs.Dir(f.old)
+		set := fsys.store.DirAttr(f.old)
 		if set.MTime == nil {
 			set.MTime = &f.mtime
 		}
-		fsys.store.Attrs.SetDir(newKeys[f.old.ID], set)
+		fsys.store.SetDirAttr(newKeys[f.old.ID], set)
 		fsys.local.moveDir(f.old, newKeys[f.old.ID]) // desktop files and special nodes go along
 	}
 	r.retargetTree(newKeys, copies)
@@ -174,15 +174,14 @@ func (r *renaming) copyFiles(ctx context.Context, p *treePlan, newKeys map[int64
 			continue
 		}
 		to := place.Target{Area: newKeys[f.parent.ID].Area, ParentID: newKeys[f.parent.ID].ID, Name: f.file.Name}
-		st, err := fsys.store.StageCopy(ctx, to, f.file, 0)
+		st, err := fsys.store.StageCopy(ctx, to, f.file, 0, f.file)
 		if err != nil {
 			for _, c := range copies {
 				c.CloseWriter()
-				fsys.store.Staging.Remove(c)
+				fsys.store.DropStaged(c)
 			}
 			return nil, Errno(fsys.log, "copying "+f.file.Name+" of a folder renamed", err)
 		}
-		fsys.store.Attrs.ResetPending(to, fsys.store.Attrs.Shown(f.file))
 		copies[f] = st
 	}
 	return copies, 0

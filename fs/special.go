@@ -67,7 +67,7 @@ func (n *dirNode) Mknod(ctx context.Context, name string, mode uint32, rdev uint
 		return nil, syscall.EEXIST
 	}
 	if typ != syscall.S_IFREG {
-		n.fsys.store.Attrs.TouchDir(n.dirKey())
+		n.fsys.store.TouchDir(n.dirKey())
 	}
 	ch := n.localChild(ctx, lf)
 	EntryAttr(ctx, ch, out)
@@ -95,11 +95,10 @@ func (n *dirNode) free(ctx context.Context, name string) syscall.Errno {
 // mknodFile makes an empty regular file at a free name, as Create does,
 // closed at once: it is uploaded after the write-back delay.
 func (n *dirNode) mknodFile(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	st, errno := n.createStaged(ctx, name, n.fsys.newAttr(ctx, mode, n.fsys.FileMode()))
+	st, errno := n.createStaged(ctx, name, n.fsys.newAttr(ctx, mode, n.fsys.FileMode()), true)
 	if errno != 0 {
 		return nil, errno
 	}
-	n.fsys.store.Attrs.TouchDir(n.dirKey())
 	st.Touch()
 	st.CloseWriter()
 	ch := n.stagedChild(ctx, name, st)
@@ -128,10 +127,7 @@ func (n *dirNode) renameLocal(ctx context.Context, lf *localFile, name string, d
 	}
 	local.rename(n.dirKey(), name, dst.dirKey(), newName)
 	if lf.special() {
-		n.fsys.store.Attrs.TouchDir(n.dirKey())
-		if dst.dirKey() != n.dirKey() {
-			n.fsys.store.Attrs.TouchDir(dst.dirKey())
-		}
+		n.fsys.store.Renamed(n.dirKey(), dst.dirKey())
 	}
 	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -125,5 +126,58 @@ func TestTrashUID(t *testing.T) {
 		if uid, ok := trashUID(c.name); uid != c.uid || ok != c.ok {
 			t.Errorf("trashUID(%q) = %d, %v; want %d, %v", c.name, uid, ok, c.uid, c.ok)
 		}
+	}
+}
+
+// GLib takes x-gvfs-notrash from the mount's entry in utab, where mount(8)
+// writes the x- options of a mount it makes: gio trash then refuses before
+// it looks for .Trash-UID ("Trashing on system internal mounts is not
+// supported"), and nothing changes. From an fstab line alone (the mount
+// made otherwise) GLib 2.74 takes nothing (it reads fstab's options only
+// for a mount entry without any), and the mount's own refusal answers
+// (.Trash-UID a file: can-trash FALSE, trash not possible). The
+// utab and fstab are the test's, given to GLib through libmount's
+// LIBMOUNT_UTAB and LIBMOUNT_FSTAB.
+func TestTrashWithANotrashOptionInUtab(t *testing.T) {
+	gio, err := exec.LookPath("gio")
+	if err != nil {
+		t.Fatal("gio is needed (apt-get install libglib2.0-bin)")
+	}
+	e := newEnv(t, envOptions{})
+	data := []byte("kept where it is\n")
+	e.put(0, e.root(0), "report.txt", data)
+	utab := filepath.Join(t.TempDir(), "utab")
+	if err := os.WriteFile(utab, []byte("SRC=orgfs TARGET="+e.Dir+" ROOT=/ OPTS=x-gvfs-notrash\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fstab := filepath.Join(t.TempDir(), "fstab")
+	if err := os.WriteFile(fstab, []byte("orgfs "+e.Dir+" fuse.orgfs x-gvfs-notrash 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ env, want string }{
+		{"LIBMOUNT_UTAB=" + utab, "Trashing on system internal mounts is not supported"},
+		{"LIBMOUNT_FSTAB=" + fstab, fmt.Sprintf("Unable to find or create trash directory %s", e.Path(fmt.Sprintf(".Trash-%d", os.Geteuid())))},
+	} {
+		before := e.changingRequests()
+		cmd := exec.Command(gio, "trash", e.Path("shared", "report.txt"))
+		cmd.Env = append(os.Environ(), c.env)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("gio trash with %s: %v %s; want %q", c.env, err, out, c.want)
+		}
+		if after := e.changingRequests(); !sameCounts(before, after) {
+			t.Errorf("gio trash with %s sent requests: %v, then %v", c.env, before, after)
+		}
+		cmd = exec.Command(gio, "info", "-a", "access::can-trash", e.Path("shared", "report.txt"))
+		cmd.Env = append(os.Environ(), c.env)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "access::can-trash: FALSE") {
+			t.Errorf("gio info -a access::can-trash with %s: %v %s; want FALSE", c.env, err, out)
+		}
+	}
+	if b, err := os.ReadFile(e.Path("shared", "report.txt")); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("after gio trash the file reads %q, %v", b, err)
+	}
+	if !bytes.Equal(e.serviceBytes("report.txt"), data) {
+		t.Error("after gio trash the service holds other content")
 	}
 }

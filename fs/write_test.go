@@ -201,3 +201,43 @@ func TestOTruncOpenUploadsNoEmptyVersion(t *testing.T) {
 		t.Errorf("the service holds %q", got)
 	}
 }
+
+// Two descriptors of one file writing the same bytes: the later write(2)
+// wins, as on a local file, here and on the service.
+func TestOverlappingWritesLaterWins(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := e.Path("shared", "both")
+	if err := os.WriteFile(p, []byte("0000000000"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.settle() // a service file: the two writers share one staging copy
+	a, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, w := range []struct {
+		f    *os.File
+		data string
+		off  int64
+	}{{a, "aaaaaa", 2}, {b, "bbbb", 0}, {a, "AA", 3}} {
+		if _, err := w.f.WriteAt([]byte(w.data), w.off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	b.Close()
+	const want = "bbbAAaaa00"
+	if got := readFile(t, p); got != want {
+		t.Errorf("after overlapping writes reads %q, want %q", got, want)
+	}
+	e.settle()
+	if got := string(e.serviceBytes("both")); got != want {
+		t.Errorf("on the service %q, want %q", got, want)
+	}
+}

@@ -9,6 +9,8 @@ package fs
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -200,13 +202,21 @@ func TestManyWritersSameNewNameOnTwoDesks(t *testing.T) {
 // A file replaced on the service after the desk listed it reads as the
 // current version, at once (it answered ENOENT for --dir-cache-time before);
 // a descriptor that read the old version answers ESTALE once that is no
-// longer in the cache, never the other version's bytes.
+// longer in the cache, never the other version's bytes. A new version
+// longer than the one listed is not cut at the old size, a shorter one not
+// padded to it: the kernel is told the new size, and the descriptor reads
+// with direct I/O.
 func TestManyWritersReplacedFileIsReadable(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	// Listed, never read: the first read finds the listed version gone,
 	// lists the folder once and reads the current one.
 	e.apiReplace("listed.txt", "old")
 	oldID := e.apiReplace("doc.txt", "the first version")
+	const shorter = 6 // folders for the files replaced by shorter versions, below
+	var dirs [shorter]int64
+	for i := range dirs {
+		dirs[i] = e.mkdir(0, e.root(0), fmt.Sprintf("s%d", i))
+	}
 	if _, err := os.Stat(e.Path("shared", "listed.txt")); err != nil {
 		t.Fatal(err)
 	}
@@ -257,6 +267,77 @@ func TestManyWritersReplacedFileIsReadable(t *testing.T) {
 	// A new open reads the current version.
 	if got := readFile(t, e.Path("shared", "doc.txt")); got != "the second version, longer" {
 		t.Fatalf("after the replacement, reads %q", got)
+	}
+
+	// Shorter versions, of files listed, never read: the kernel holds the
+	// size listed, as long as the listing is fresh (a minute). The open
+	// that finds the new version has the kernel told its size and reads it
+	// with direct I/O: the descriptor reads the short content, nothing past
+	// it. Each file is in a folder of its own, listed once, so that the
+	// listing that finds its new version finds no other's.
+	const long, short = "the first version, the longer of the two", "v2"
+	for i, dir := range dirs {
+		e.put(0, dir, "f.txt", []byte(long))
+		if fi, err := os.Stat(e.Path("shared", fmt.Sprintf("s%d", i), "f.txt")); err != nil || fi.Size() != int64(len(long)) {
+			t.Fatalf("s%d/f.txt listed: %v %v", i, fi, err)
+		}
+	}
+	for _, dir := range dirs {
+		e.put(0, dir, "f.txt", []byte(short))
+	}
+	open := func(i int) *os.File {
+		t.Helper()
+		g, err := os.Open(e.Path("shared", fmt.Sprintf("s%d", i), "f.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		return g
+	}
+	readShort := func(i int, g *os.File) {
+		t.Helper()
+		got := make([]byte, len(long))
+		n, err := g.ReadAt(got, 0)
+		if string(got[:n]) != short || !errors.Is(err, io.EOF) {
+			t.Fatalf("s%d/f.txt: the shorter version reads %q: %v, want %q", i, got[:n], err, short)
+		}
+	}
+	// Read at once. Without direct I/O, a read whose answer comes after the
+	// kernel was told the new size is padded with zeros to the old one (a
+	// race: each file is a chance of it).
+	for i := 1; i < shorter; i++ {
+		readShort(i, open(i))
+	}
+	// Without the race: the kernel is told the new size (fstat of the
+	// descriptor, before any read, shows it within seconds, not the old one
+	// for a minute; a read with direct I/O would have the kernel ask for the
+	// attributes again), then the descriptor reads, with direct I/O: the
+	// kernel keeps none of the content in its page cache.
+	g := open(0)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		fi, err := g.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() == int64(len(short)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("s0/f.txt: fstat of the open file shows %d bytes, the old version's size; want the new %d", fi.Size(), len(short))
+		}
+	}
+	readShort(0, g)
+	node := e.fsys.root.EmbeddedInode()
+	for _, name := range []string{"shared", "s0", "f.txt"} {
+		if node = node.GetChild(name); node == nil {
+			t.Fatalf("s0/f.txt: no node at %s", name)
+		}
+	}
+	if fi, err := g.Stat(); err != nil || node.StableAttr().Ino != fi.Sys().(*syscall.Stat_t).Ino {
+		t.Fatalf("s0/f.txt: the node found is not the open file's (%v)", err)
+	}
+	if n, errno := node.ReadCache(0, make([]byte, 4096)); errno != 0 || n != 0 {
+		t.Fatalf("s0/f.txt: the kernel's page cache holds %d bytes of it (%v): the read was not direct I/O", n, errno)
 	}
 }
 

@@ -163,7 +163,7 @@ save_results() {
 	mkdir -p "$BENCH_RESULTS"
 	printf '%s\n' "$table" >"$BENCH_RESULTS/$name.md"
 	printf '%s' "$chart_rows" >"$BENCH_RESULTS/$name.tsv"
-	# where and when, for benchreport (each machine has its part of the README)
+	# where and when, for benchreport (each machine has its part of docs/BENCHMARKS.md)
 	printf 'cores=%s\nmem_gib=%s\nkernel=%s\ndate=%s\n' "$(nproc)" \
 		"$(awk '/^MemTotal:/ { print int(($2 + 1048575) / 1048576) }' /proc/meminfo)" \
 		"$(uname -r)" "$(date -u +%F)" >"$BENCH_RESULTS/machine.txt"

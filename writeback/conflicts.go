@@ -12,7 +12,7 @@ package writeback
 // writer's version can still be replaced. The check is made right before the
 // upload starts, so the window is one upload long.
 //
-// Locks: Staging.mu (a leaf, see doc.go), held for memory only; the check's
+// Locks: Staging.mu (a leaf, docs/ARCHITECTURE.md), held for memory only; the check's
 // listing runs without it.
 
 import (

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Locks: Staging.mu (a leaf, see doc.go): every function here is called with
+// Locks: Staging.mu (a leaf, docs/ARCHITECTURE.md): every function here is called with
 // it held (the timers' functions take it), and does no I/O but an fstat.
 
 // smallFile is the size up to which a staged file is small. A small file

@@ -151,6 +151,20 @@ func (s *Staging) Retry() {
 	}
 }
 
+// Resume sends at once every upload waiting to be tried again (the service
+// answers again after an outage): the files written offline go up as soon
+// as it is back, not after their backoff.
+func (s *Staging) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resumes++ // an attempt failing offline now goes again at once
+	for _, st := range s.sortedLocked() {
+		if st.state == stRetrying && st.writers == 0 {
+			s.enqueueLocked(st, false)
+		}
+	}
+}
+
 // Deleting reports whether a staged file is to delete one of ids once it is
 // uploaded (a file it replaces, or supersedes at another name).
 func (s *Staging) Deleting(ids map[int64]bool) bool {

@@ -12,7 +12,7 @@ import (
 	"github.com/orgfs/orgfs/place"
 )
 
-// Locks: Staging.mu (a leaf, see doc.go): a Staged's fields are guarded by its
+// Locks: Staging.mu (a leaf, docs/ARCHITECTURE.md): a Staged's fields are guarded by its
 // Staging's mu. Held for small local disk operations (a record, a chtimes),
 // never across a request.
 
@@ -21,7 +21,7 @@ import (
 type Staged struct {
 	s   *Staging
 	seq int64    // constant: the number of its files, <seq>.data and <seq>.json
-	f   *os.File // constant; closed once retired or removed and no longer open, or at Close
+	f   *os.File // constant; closed once landed or removed and no longer open, or at Close
 
 	// guarded by s.mu
 	target      place.Target
@@ -51,8 +51,8 @@ type Staged struct {
 	done, total int64              // progress of the upload in flight or the last one
 	settled     chan struct{}      // closed (and replaced) when an upload ends, and at Remove and Close
 	removed     bool               // removed (unlinked, or replaced by another staged file)
-	retired     bool               // uploaded and no longer staged
-	uploadedAs  api.File           // the service's file the last upload made, while uploaded (and once retired)
+	landed      bool               // uploaded and no longer staged
+	uploadedAs  api.File           // the service's file the last upload made, while uploaded (and once landed)
 	closedFile  bool               // f is closed
 	lastSize    int64              // size and mtime as last seen, for after the file is closed
 	small       bool               // small (smallFile) when last queued
@@ -108,7 +108,7 @@ func (i StagedInfo) String() string {
 // stagedState is where a staged file is on its way to the service:
 //
 //	waiting ──(last close + write-back delay; Flush; Drain)──► queued ──► uploading
-//	uploading ──ok, unchanged──► uploaded (retired at once unless still open)
+//	uploading ──ok, unchanged──► uploaded (landed at once unless still open)
 //	uploading ──ok, changed meanwhile──► waiting
 //	uploading ──transient failure──► retrying ──(backoff)──► queued
 //	uploading ──permanent failure──► failed ──(Retry, change, Flush, next start)──► queued
@@ -132,8 +132,8 @@ func (s stagedState) String() string {
 }
 
 // unstagedLocked reports whether st is no longer staged: removed, or
-// uploaded and retired.
-func (st *Staged) unstagedLocked() bool { return st.removed || st.retired }
+// uploaded and landed.
+func (st *Staged) unstagedLocked() bool { return st.removed || st.landed }
 
 // inheritLocked takes over what other, a staged file st replaces at the same
 // target, was to delete after its upload, and the ids of its uploads (sent:
@@ -217,7 +217,7 @@ func (st *Staged) SetModTime(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.lastMod = t
-	if !st.closedFile && !st.removed && !st.retired {
+	if !st.closedFile && !st.removed && !st.landed {
 		if err := os.Chtimes(s.dataPath(st.seq), t, t); err != nil {
 			s.log.WithError(err).WithField("path", st.nameLocked()).Debug("staging: could not set the modification time")
 		}
@@ -260,7 +260,7 @@ func (st *Staged) openWriter(acquire bool) bool {
 func (st *Staged) CloseWriter() {
 	s := st.s
 	s.mu.Lock()
-	var kept string // an uploaded copy retired: its data, for the content cache
+	var kept string // an uploaded copy landed: its data, for the content cache
 	var as api.File
 	defer func() {
 		s.mu.Unlock()
@@ -281,7 +281,7 @@ func (st *Staged) CloseWriter() {
 		s.waitLocked(st)
 	case stUploaded:
 		if st.readers == 0 {
-			as, kept = s.retireUploadedLocked(st)
+			as, kept = s.landUploadedLocked(st)
 		} else {
 			s.saveLocked(st, false)
 		}
@@ -307,7 +307,7 @@ func (st *Staged) openReader(acquire bool) bool {
 func (st *Staged) CloseReader() {
 	s := st.s
 	s.mu.Lock()
-	var kept string // an uploaded copy retired: its data, for the content cache
+	var kept string // an uploaded copy landed: its data, for the content cache
 	var as api.File
 	defer func() {
 		s.mu.Unlock()
@@ -324,19 +324,19 @@ func (st *Staged) CloseReader() {
 		return
 	}
 	if st.state == stUploaded {
-		as, kept = s.retireUploadedLocked(st)
+		as, kept = s.landUploadedLocked(st)
 	}
 }
 
-// retireUploadedLocked retires st, uploaded and unchanged since, at its last
+// landUploadedLocked lands st, uploaded and unchanged since, at its last
 // close, and returns its data kept for the content cache (handOver, after
 // the lock), as an upload's end does for a file nobody holds: a file written
 // and closed after its upload (or read until then) is not downloaded again,
 // and a file the kernel reads in passthrough keeps being the cache's file of
 // its version.
-func (s *Staging) retireUploadedLocked(st *Staged) (api.File, string) {
+func (s *Staging) landUploadedLocked(st *Staged) (api.File, string) {
 	kept := s.keepData(st, st.uploadedAs)
-	s.retireLocked(st)
+	s.landLocked(st)
 	return st.uploadedAs, kept
 }
 
@@ -370,14 +370,14 @@ func (s *Staging) changedLocked(st *Staged) {
 }
 
 // Uploaded returns the service's file st became, once st is no longer staged
-// because it was uploaded (retired): whoever showed st shows that file until
+// because it was uploaded (landed): whoever showed st shows that file until
 // its folder is listed again. False while st is staged, and once removed. A
 // file that went up as a conflict copy (conflicts.go) became no file at its
 // name: the zero File, with true.
 func (st *Staged) Uploaded() (api.File, bool) {
 	st.s.mu.Lock()
 	defer st.s.mu.Unlock()
-	return st.uploadedAs, st.retired
+	return st.uploadedAs, st.landed
 }
 
 // Err returns the last permanent failure of the file's upload, if any (it

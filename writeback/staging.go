@@ -19,7 +19,7 @@ import (
 	"github.com/orgfs/orgfs/place"
 )
 
-// Locks: Staging.mu only (a leaf of the package's lock order, see doc.go); a
+// Locks: Staging.mu only (a leaf of the package's lock order, docs/ARCHITECTURE.md); a
 // Staged has no lock of its own. mu is held for small local disk operations
 // (creating, unlinking or closing a staged file, writing its record), never
 // across a request.
@@ -67,12 +67,12 @@ type StagingOptions struct {
 	OnConflict func(t place.Target, c Conflict)
 	// Desk names this desk in conflict copies' names; default: none.
 	Desk string
-	// OnRetired, when set, is called after a file uploaded as f left the
+	// OnLanded, when set, is called after a file uploaded as f left the
 	// staging unchanged, with a path holding its content (a link to the
 	// staged data, removed after the call): the mount's content cache takes
 	// it, so a file just written is not downloaded to be read. No lock is
 	// held.
-	OnRetired func(f api.File, data string)
+	OnLanded func(f api.File, data string)
 	// OnSuperseded, when set, is called after an upload to t made service
 	// file id that the staging deletes later (the file was renamed while it
 	// went up, or removed once OnUploaded had told of it): no listing may
@@ -112,7 +112,7 @@ type Staging struct {
 	onUploaded   func(place.Target, api.File, time.Time)
 	onFailed     func(place.Target, error)
 	onConflict   func(place.Target, Conflict)
-	onRetired    func(api.File, string)
+	onLanded     func(api.File, string)
 	onSuperseded func(place.Target, int64)
 	onKept       func([]int64)
 	// constants
@@ -141,6 +141,7 @@ type Staging struct {
 	closed   bool                     // guarded by mu
 	uploaded int64                    // guarded by mu
 	bytesUp  int64                    // guarded by mu
+	resumes  int                      // guarded by mu; Resume calls (the service back after an outage)
 	// Many writers (conflicts.go).
 	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded, or deleted as replaced, lately; safe for concurrent use
 	sent       stamp                       // when an upload last sent a byte (LastSent)
@@ -167,7 +168,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Staging{
-		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onRetired: opts.OnRetired, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, desk: opts.Desk,
+		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onLanded: opts.OnLanded, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, desk: opts.Desk,
 		dir: opts.Dir, writeBack: opts.WriteBack, transfers: opts.Transfers, parallel: opts.Parallel,
 		parts:      semaphore.NewWeighted(int64(opts.Parts)),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
@@ -344,7 +345,7 @@ func (s *Staging) Lookup(t place.Target) *Staged {
 }
 
 // Acquire is Lookup followed by OpenWriter (write) or OpenReader, under one
-// lock: the file cannot be retired between the two. The mount opens a staged
+// lock: the file cannot land (leave the staging) between the two. The mount opens a staged
 // file with it; nil when nothing is staged at t.
 func (s *Staging) Acquire(t place.Target, write bool) *Staged {
 	s.mu.Lock()
@@ -360,7 +361,7 @@ func (s *Staging) Acquire(t place.Target, write bool) *Staged {
 	} else if st.openReader(true) {
 		return st
 	}
-	return s.Acquire(t, write) // retired or replaced meanwhile: look again
+	return s.Acquire(t, write) // landed or replaced meanwhile: look again
 }
 
 // Pending returns the staged files of one folder, by name. Listings show them
@@ -481,7 +482,7 @@ func (s *Staging) dropLocked(st *Staged) {
 	s.unstageLocked(st)
 }
 
-// unstageLocked takes a removed or retired st out of the staging's indexes,
+// unstageLocked takes a removed or landed st out of the staging's indexes,
 // deletes its files and wakes its waiters; its file is closed once unused.
 func (s *Staging) unstageLocked(st *Staged) {
 	if s.byTarget[st.target] == st {
@@ -493,7 +494,7 @@ func (s *Staging) unstageLocked(st *Staged) {
 	s.closeIfUnusedLocked(st)
 }
 
-// closeIfUnusedLocked closes the file of a removed or retired staged file
+// closeIfUnusedLocked closes the file of a removed or landed staged file
 // once nobody uses it, or keeps it among the orphans until then.
 func (s *Staging) closeIfUnusedLocked(st *Staged) {
 	if !st.unstagedLocked() || st.closedFile {
@@ -511,10 +512,10 @@ func (s *Staging) closeIfUnusedLocked(st *Staged) {
 	st.closedFile = true
 }
 
-// retireLocked ends the staging of an uploaded, unchanged file nobody has
+// landLocked ends the staging of an uploaded, unchanged file nobody has
 // open for writing.
-func (s *Staging) retireLocked(st *Staged) {
-	st.retired = true
+func (s *Staging) landLocked(st *Staged) {
+	st.landed = true
 	s.stopTimerLocked(st)
 	s.unstageLocked(st)
 }
@@ -524,7 +525,8 @@ func (s *Staging) retireLocked(st *Staged) {
 // service, or the error of a permanent failure (the mount maps it to an
 // errno; the staged copy is kept). An upload of it already in flight is waited
 // for, and followed by another when the file changed meanwhile. A transient
-// failure is retried (with backoff) until ctx ends.
+// failure is retried (with backoff) until ctx ends; offline
+// (api.IsOffline), the attempt's error is the answer at once.
 func (s *Staging) Flush(ctx context.Context, st *Staged) error {
 	s.mu.Lock()
 	st.flushers++
@@ -556,6 +558,12 @@ func (s *Staging) Flush(ctx context.Context, st *Staged) error {
 			}
 			s.enqueueLocked(st, true)
 		case stRetrying:
+			if tried && api.IsOffline(st.lastErr) {
+				// The service cannot be reached: nothing to wait for.
+				err := st.lastErr
+				s.mu.Unlock()
+				return err
+			}
 			if !tried {
 				s.enqueueLocked(st, true)
 			}

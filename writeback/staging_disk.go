@@ -17,7 +17,7 @@ import (
 	"github.com/orgfs/orgfs/place"
 )
 
-// Locks: Staging.mu (a leaf, see doc.go), held while records are read (at
+// Locks: Staging.mu (a leaf, docs/ARCHITECTURE.md), held while records are read (at
 // the start) or written and while staged files are opened or unlinked: small
 // local disk operations, never a request.
 

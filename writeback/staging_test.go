@@ -619,8 +619,14 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 			}
 			e.absent(open)
 
-			s2 := e.open(StagingOptions{}) // resumes at once
-			stagingDrain(t, s2, 30*time.Second)
+			// The restart itself queues every staged file, at once: the
+			// uploads are waited for, not drained (a drain uploads whatever
+			// is staged, queued or not), under a write-back delay that
+			// would hold a file merely staged again for an hour.
+			s2 := e.open(StagingOptions{WriteBack: time.Hour})
+			testkit.WaitFor(t, 30*time.Second, "the uploads the restart resumes", func() bool {
+				return len(e.onUploaded()) >= len(want)
+			})
 			if got := len(e.onUploaded()); got != len(want) {
 				t.Fatalf("%d staged files uploaded after the restart, want %d", got, len(want))
 			}
@@ -630,6 +636,10 @@ func TestStagingResumesAfterACrash(t *testing.T) {
 			if n := len(e.list(place.Area{Kind: place.Shared}, 0)); n != len(want) {
 				t.Fatalf("%d files on the service, want %d", n, len(want))
 			}
+			testkit.WaitFor(t, 10*time.Second, "the uploaded files to leave the staging", func() bool {
+				st := s2.Stats()
+				return st.Pending+st.Uploading == 0 && len(e.stagedNames()) == 0
+			})
 			e.wantNothingStaged(s2)
 		})
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/orgfs/orgfs/place"
 )
 
-// Locks: Staging.mu (a leaf, see doc.go), taken between the steps of an
+// Locks: Staging.mu (a leaf, docs/ARCHITECTURE.md), taken between the steps of an
 // upload and never held across one: the request, the deletions after it and
 // the OnUploaded and OnFailed calls run without it.
 
@@ -42,6 +42,7 @@ type upload struct {
 	check    bool
 	copyName string
 	theirs   int64
+	resumes  int // Staging.resumes when the attempt began
 }
 
 // worker uploads queued files, one at a time, until Close. Of the workers,
@@ -61,7 +62,7 @@ func (s *Staging) worker() {
 		}
 		ctx, cancel := context.WithCancel(s.ctx)
 		up := &upload{st: st, target: st.target, name: st.nameLocked(), gen: st.gen, overwrite: st.replaces != 0 || st.overwrite, ctx: ctx,
-			replaces: st.replaces, check: st.replaces != 0 || st.recheck}
+			replaces: st.replaces, check: st.replaces != 0 || st.recheck, resumes: s.resumes}
 		if st.conflictName != "" {
 			// Changed again after it went up as a conflict copy: the copy
 			// gets the new content.
@@ -157,6 +158,19 @@ func (s *Staging) failedLocked(up *upload, err error) bool {
 		}
 	}
 	st.lastErr = err
+	if api.IsOffline(err) && !taken {
+		// The service cannot be reached: no attempt counted, no backoff
+		// grown; the upload goes when it answers again (Resume), or at the
+		// longest backoff.
+		st.state = stRetrying
+		if s.resumes != up.resumes {
+			s.enqueueLocked(st, false) // back while the attempt failed: at once
+			return false
+		}
+		log.Debug("staging: the service cannot be reached; the upload waits for it")
+		s.armLocked(st, s.maxBackoff)
+		return false
+	}
 	st.attempts++
 	if taken || api.Temporary(err) || (api.IsSizeMismatch(err) && st.attempts < sizeMismatchAttempts) {
 		d := s.minBackoff << min(st.retries, 30)
@@ -305,7 +319,7 @@ func (s *Staging) clearLocked(st *Staged, res *api.UploadResult) []int64 {
 
 // settleConflict ends an upload that went up as a conflict copy (c): the
 // mount is told, and the staged file settles as after any upload, but shows
-// no file of its own once retired: the name holds the other writer's.
+// no file of its own once landed: the name holds the other writer's.
 func (s *Staging) settleConflict(up *upload, res *api.UploadResult, c Conflict) {
 	s.mu.Lock()
 	toDelete := s.clearLocked(up.st, res)
@@ -317,7 +331,7 @@ func (s *Staging) settleConflict(up *upload, res *api.UploadResult, c Conflict) 
 }
 
 // finishUpload deletes what the upload replaced under other names, then
-// settles st: uploaded as f (retired at once unless open), or waiting again
+// settles st: uploaded as f (landed at once unless open), or waiting again
 // when it changed meanwhile.
 func (s *Staging) finishUpload(up *upload, res *api.UploadResult, f api.File, toDelete []int64) {
 	st := up.st
@@ -335,14 +349,14 @@ func (s *Staging) finishUpload(up *upload, res *api.UploadResult, f api.File, to
 		s.handOver(f, kept, false)
 		return
 	}
-	retired := false
+	landed := false
 	st.deleteAfter = slices.DeleteFunc(st.deleteAfter, func(id int64) bool { return slices.Contains(deleted, id) })
 	if st.gen == up.gen && st.target == up.target && len(st.deleteAfter) == 0 {
 		st.state = stUploaded
 		st.uploadedAs = f
 		if st.writers == 0 && st.readers == 0 {
-			s.retireLocked(st)
-			retired = true
+			s.landLocked(st)
+			landed = true
 		} else {
 			s.saveLocked(st, true)
 		}
@@ -352,14 +366,14 @@ func (s *Staging) finishUpload(up *upload, res *api.UploadResult, f api.File, to
 	s.countLocked(res)
 	s.endLocked(up)
 	s.mu.Unlock()
-	s.handOver(f, kept, retired)
+	s.handOver(f, kept, landed)
 }
 
-// keepData links st's data file aside (no copy), before st may retire and
+// keepData links st's data file aside (no copy), before st may land and
 // its files go, so that what was uploaded as f can become its content cache
 // entry (handOver). "" when there is nothing to hand over.
 func (s *Staging) keepData(st *Staged, f api.File) string {
-	if s.onRetired == nil || f.ID == 0 {
+	if s.onLanded == nil || f.ID == 0 {
 		return ""
 	}
 	kept := s.dataPath(st.seq) + ".kept"
@@ -371,14 +385,14 @@ func (s *Staging) keepData(st *Staged, f api.File) string {
 }
 
 // handOver gives the data kept of an upload to the content cache when the
-// staged file retired unchanged (nobody can write it any more: it is the
+// staged file landed unchanged (nobody can write it any more: it is the
 // content of f), which moves it in; what is left is removed.
-func (s *Staging) handOver(f api.File, kept string, retired bool) {
+func (s *Staging) handOver(f api.File, kept string, landed bool) {
 	if kept == "" {
 		return
 	}
-	if retired {
-		s.onRetired(f, kept)
+	if landed {
+		s.onLanded(f, kept)
 	}
 	os.Remove(kept)
 }

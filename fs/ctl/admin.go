@@ -47,6 +47,7 @@ type Admin interface {
 	AbortDownload(ctx context.Context, id int64) error
 
 	Stats() api.Stats
+	Reachability() api.Reachability
 }
 
 var _ Admin = (*api.Client)(nil)

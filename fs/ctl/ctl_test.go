@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/fs"
 	"github.com/orgfs/orgfs/fs/fstest"

@@ -3,7 +3,7 @@ package ctl
 // .ctl/downloads/: the download jobs this mount started (a task's ZIP), and
 // any job of the organization when named; write abort to cancel one.
 //
-// Locks: none of its own (Tree.mu for the jobs, see doc.go).
+// Locks: none of its own (Tree.mu for the jobs, docs/ARCHITECTURE.md).
 
 import (
 	"context"

@@ -39,6 +39,15 @@ type Upload struct {
 
 // Stats are the mount's counters: .ctl/stats, and the metrics.
 type Stats struct {
+	// Service is whether the service can be reached (api.Reachability):
+	// online, or offline since when and why; ChangesWaiting counts the
+	// files written and not on the service yet (pending and in flight).
+	Service struct {
+		Online         bool       `json:"online"`
+		OfflineSince   *time.Time `json:"offline_since,omitempty"`
+		OfflineReason  string     `json:"offline_reason,omitempty"`
+		ChangesWaiting int        `json:"changes_waiting"`
+	} `json:"service"`
 	Requests  map[string]api.OpStats `json:"requests"` // by endpoint
 	Errors    map[string]int64       `json:"errors"`   // failed calls by client_code
 	BytesUp   int64                  `json:"bytes_up"`

@@ -2,7 +2,7 @@ package ctl
 
 // .ctl/images/: the organization's images, and the making of new ones.
 //
-// Locks: none of its own (see doc.go).
+// Locks: none of its own (docs/ARCHITECTURE.md).
 
 import (
 	"context"

@@ -3,7 +3,7 @@ package ctl
 // .ctl/logs/: the action logs of the last 30 days, one JSON Lines file per
 // day (UTC), all of them or filtered by action, user or computer.
 //
-// Locks: none of its own (see doc.go).
+// Locks: none of its own (docs/ARCHITECTURE.md).
 
 import (
 	"bytes"

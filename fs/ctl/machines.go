@@ -2,7 +2,7 @@ package ctl
 
 // .ctl/machines/<id>/: one folder per computer, its record and its actions.
 //
-// Locks: none of its own (Tree.mu for the access links, see doc.go).
+// Locks: none of its own (Tree.mu for the access links, docs/ARCHITECTURE.md).
 
 import (
 	"context"

@@ -5,7 +5,7 @@ package ctl
 // make them; every folder and file of .ctl is one of these, given what to
 // list, read and do. The streamed task ZIPs are in live.go.
 //
-// Locks: see doc.go.
+// Locks: see docs/ARCHITECTURE.md.
 
 import (
 	"bytes"

@@ -5,7 +5,7 @@ package ctl
 // result and errno, and each folder's result file.
 //
 // Locks: folderState.mu guards a folder's result and generation, for memory
-// only (see doc.go).
+// only (docs/ARCHITECTURE.md).
 
 import (
 	"context"

@@ -5,7 +5,7 @@ package ctl
 // and the folders below (machines/, images/, logs/, downloads/; the upload
 // queue's files are in uploads.go).
 //
-// Locks: Tree.mu guards the tree's maps, for memory only (see doc.go).
+// Locks: Tree.mu guards the tree's maps, for memory only (docs/ARCHITECTURE.md).
 
 import (
 	"context"
@@ -224,6 +224,11 @@ func strictJSON(in string, v any) error {
 // Stats returns the mount's counters now.
 func (t *Tree) Stats() *Stats {
 	var s Stats
+	r := t.admin.Reachability()
+	s.Service.Online = r.Online
+	if !r.Online {
+		s.Service.OfflineSince, s.Service.OfflineReason = &r.Since, r.Reason
+	}
 	as := t.admin.Stats()
 	s.Requests, s.Errors, s.BytesUp, s.BytesDown = as.Ops, as.Errors, as.BytesUploaded, as.BytesDownloaded
 	if t.store.Content != nil {
@@ -249,11 +254,11 @@ func (t *Tree) Stats() *Stats {
 		s.Bundles.Jobs, s.Bundles.Completed, s.Bundles.Failed, s.Bundles.Aborted, s.Bundles.Files, s.Bundles.Disabled =
 			bs.Jobs, bs.Completed, bs.Failed, bs.Aborted, bs.Files, bs.Disabled
 	}
-	if t.store.Staging != nil {
-		ss := t.store.Staging.Stats()
+	if ss, ok := t.store.UploadStats(); ok {
 		s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed = ss.Pending, ss.Uploading, ss.Failed
 		s.Uploads.Uploaded, s.Uploads.Bytes, s.Uploads.StagedBytes = ss.Uploaded, ss.Bytes, ss.StagedBytes
 		s.Uploads.Conflicts = ss.Conflicts
+		s.Service.ChangesWaiting = ss.Pending + ss.Uploading
 	}
 	return &s
 }

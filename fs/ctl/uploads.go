@@ -14,18 +14,15 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/orgfs/orgfs/place"
 	"github.com/orgfs/orgfs/writeback"
 )
 
 // uploadsRead is .ctl/uploads: one line per staged file.
 func (t *Tree) uploadsRead(context.Context) ([]byte, error) {
 	var b bytes.Buffer
-	if t.store.Staging != nil {
-		for _, e := range t.store.Staging.Entries() {
-			b.WriteString(e.String())
-			b.WriteByte('\n')
-		}
+	for _, e := range t.store.Uploads() {
+		b.WriteString(e.String())
+		b.WriteByte('\n')
 	}
 	return b.Bytes(), nil
 }
@@ -33,10 +30,7 @@ func (t *Tree) uploadsRead(context.Context) ([]byte, error) {
 // uploadsJSON is .ctl/uploads.json: the queue for programs (orgfs status).
 func (t *Tree) uploadsJSON(context.Context) ([]Upload, error) {
 	out := []Upload{}
-	if t.store.Staging == nil {
-		return out, nil
-	}
-	for _, e := range t.store.Staging.Entries() {
+	for _, e := range t.store.Uploads() {
 		p := e.Path
 		if p == "" {
 			p = e.Target.String()
@@ -49,24 +43,16 @@ func (t *Tree) uploadsJSON(context.Context) ([]Upload, error) {
 // conflictsRead is .ctl/conflicts: one line per conflict, oldest first.
 func (t *Tree) conflictsRead(context.Context) ([]byte, error) {
 	var b bytes.Buffer
-	if t.store.Staging != nil {
-		cs, _ := t.store.Staging.Conflicts()
-		for _, c := range cs {
-			b.WriteString(c.String())
-			b.WriteByte('\n')
-		}
+	for _, c := range t.store.Conflicts() {
+		b.WriteString(c.String())
+		b.WriteByte('\n')
 	}
 	return b.Bytes(), nil
 }
 
 // conflictsJSON is .ctl/conflicts.json: the conflicts for programs.
 func (t *Tree) conflictsJSON(context.Context) ([]writeback.Conflict, error) {
-	out := []writeback.Conflict{}
-	if t.store.Staging != nil {
-		cs, _ := t.store.Staging.Conflicts()
-		out = append(out, cs...)
-	}
-	return out, nil
+	return append([]writeback.Conflict{}, t.store.Conflicts()...), nil
 }
 
 // syncAction is a write to .ctl/sync: paths (one a line, or none for all);
@@ -85,13 +71,13 @@ func (t *Tree) syncAction() *action {
 			what = strings.Join(paths, ", ")
 		}
 		return step{what: what, run: func(ctx context.Context) (any, error) {
-			if t.store.Staging == nil {
+			if !t.store.Writable() {
 				return map[string]int{"files": 0}, nil
 			}
 			if t.mount != nil {
 				t.mount.NotePassthroughWriters() // their writes so far, unseen by the daemon
 			}
-			n, err := t.store.Staging.FlushAll(ctx, paths)
+			n, err := t.store.FlushAll(ctx, paths)
 			if err != nil {
 				return nil, refuse(syscall.EIO, "not on the service: %v", err)
 			}
@@ -106,21 +92,19 @@ func (t *Tree) uploadsAction() *action {
 	return &action{name: "uploads", parse: func(in string) (step, error) {
 		word, rest, _ := strings.Cut(in, " ")
 		switch {
-		case t.store.Staging == nil:
+		case !t.store.Writable():
 			return step{}, refuse(syscall.EROFS, "the mount is read-only: nothing is uploaded")
 		case in == "retry":
 			return step{what: "retry", run: func(context.Context) (any, error) {
-				t.store.Staging.Retry()
+				t.store.Retry()
 				return nil, nil
 			}}, nil
 		case word == "discard" && strings.TrimSpace(rest) != "":
 			path := strings.TrimSpace(rest)
 			return step{what: "discard " + path, run: func(context.Context) (any, error) {
-				target, err := t.store.Staging.Discard(path)
-				if err != nil {
+				if _, err := t.store.Discard(path); err != nil {
 					return nil, refuse(syscall.ENOENT, "%v (only a failed upload can be discarded; see .ctl/uploads)", err)
 				}
-				t.store.Dirs.Drop(place.DirKey{Area: target.Area, ID: target.ParentID})
 				t.forgetPath(path)
 				return nil, nil
 			}}, nil

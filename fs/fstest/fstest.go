@@ -166,8 +166,8 @@ func (e *Env) Unmount(ended func()) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if e.Store.Staging != nil {
-		if err := e.Store.Staging.Drain(ctx); err != nil {
+	if e.Store.Writable() {
+		if err := e.Store.Drain(ctx); err != nil {
 			e.T.Fatalf("drain: %v", err)
 		}
 	}

@@ -1,19 +1,7 @@
 // Package cli is the orgfs command: its command table, usage, exit codes and
 // version (this file), and one file per command or concern.
 //
-// Files: cli.go (the command table, usage, exit statuses, version, flag
-// parsing), mount.go (orgfs mount: options, wiring of the stores and the
-// tree, serving, signals, draining), mountpoint.go (checks of the mount point,
-// the cache-dir lock and its default place, the first probe of the service),
-// daemon.go (orgfs mount --daemon), helper.go (the mount helper that mount(8)
-// and /etc/fstab call), sdnotify.go (systemd's notify protocol), emulator.go
-// (orgfs emulator), ctlclient.go (finding a mount and reading and writing its
-// control files, shared by the desk commands), sync.go, status.go and
-// unmount.go (orgfs sync, status and unmount), doctor.go and
-// doctor_write.go (orgfs doctor: the checks of an endpoint, read-only, and
-// --write's round trip), metrics.go (the Prometheus endpoint),
-// fusecheck_linux.go and fusecheck_darwin.go (is FUSE there),
-// unmount_linux.go and unmount_darwin.go (unmounting on each platform).
+// Its files are in docs/ARCHITECTURE.md.
 package cli
 
 import (
@@ -216,6 +204,9 @@ func newFlagSet(name, synopsis string, w io.Writer) *pflag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(w, "Usage: orgfs %s [flags]%s\n\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
+	}
+	if c, ok := w.(*flagSetCatcher); ok { // docs/CONFIGURATION.md (confdoc.go)
+		c.caught(fs)
 	}
 	return fs
 }

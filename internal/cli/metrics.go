@@ -28,6 +28,7 @@ var metricDefs = map[string]struct {
 	help   string
 	labels []string
 }{
+	"orgfs_online":                    {"1 while the service can be reached, 0 while the mount is offline", nil},
 	"orgfs_requests_total":            {"API and object-store requests sent, retries included, by operation", []string{"op"}},
 	"orgfs_request_retries_total":     {"attempts after the first, by operation", []string{"op"}},
 	"orgfs_request_failures_total":    {"calls that failed after their retries, by operation", []string{"op"}},
@@ -57,6 +58,14 @@ var metricDefs = map[string]struct {
 	"orgfs_uploads_bytes_total":       {"bytes of the files uploaded since the start", nil},
 	"orgfs_conflicts_total":           {"files uploaded as conflict copies beside another writer's version since the start", nil},
 	"orgfs_staged_bytes":              {"local bytes of every staged file", nil},
+}
+
+// boolMetric is 1 for true, 0 for false.
+func boolMetric(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func newStatsCollector(stats func() *ctl.Stats) *statsCollector {
@@ -91,6 +100,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter("orgfs_uploaded_bytes_total", float64(s.BytesUp))
 	counter("orgfs_downloaded_bytes_total", float64(s.BytesDown))
+	gauge("orgfs_online", boolMetric(s.Service.Online))
 	gauge("orgfs_cache_bytes", float64(s.Cache.Bytes))
 	gauge("orgfs_cache_max_bytes", float64(s.Cache.MaxBytes))
 	gauge("orgfs_cache_files", float64(s.Cache.Files))

@@ -272,6 +272,7 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	log.WithField("mountpoint", dir).WithField("cache", cacheDir).Info("mounted")
 	daemonChild(nil)
 	sdNotify("READY=1\nSTATUS=mounted at " + dir)
+	client.WatchReach(func(api.Reachability) { sdNotify("STATUS=" + statusLine(dir, tree.Stats())) }) // at once, each change
 	if err := serve(server, dir, st, tree, sigs, log); err != nil {
 		return err
 	}
@@ -434,6 +435,13 @@ func mountTree(dir string, st *cache.Store, client *api.Client, o mountOptions, 
 	return server, fsys, tree, nil
 }
 
+// statusLine is what systemd shows of the mount (STATUS=): where, whether
+// the service can be reached, the upload queue.
+func statusLine(dir string, s *ctl.Stats) string {
+	return fmt.Sprintf("mounted at %s; %s; uploads: %d pending, %d in flight, %d failed",
+		dir, serviceLine(*s), s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed)
+}
+
 // statusEvery is how often systemd is told the upload queue (STATUS=).
 var statusEvery = 5 * time.Second
 
@@ -450,10 +458,7 @@ func serve(server *fuse.Server, dir string, st *cache.Store, tree *ctl.Tree, sig
 	for {
 		select {
 		case <-status.C:
-			if st.Staging != nil {
-				ss := st.Staging.Stats()
-				sdNotify(fmt.Sprintf("STATUS=mounted at %s; uploads: %d pending, %d in flight, %d failed", dir, ss.Pending, ss.Uploading, ss.Failed))
-			}
+			sdNotify("STATUS=" + statusLine(dir, tree.Stats()))
 		case <-done:
 			log.WithField("fetch", fmt.Sprintf("%+v", st.Fetcher.Stats())).Info("unmounted")
 			return nil

@@ -93,6 +93,7 @@ func printSummary(w io.Writer, mnt string, st status) {
 		requests, failures = requests+o.Requests, failures+o.Failures
 	}
 	fmt.Fprintf(w, "orgfs at %s\n", mnt)
+	fmt.Fprintf(w, "  service   %s\n", serviceLine(s))
 	fmt.Fprintf(w, "  cache     %s of %s in %d files, listing hit rate %.0f%%\n",
 		units.FormatSize(s.Cache.Bytes), units.FormatSize(s.Cache.MaxBytes), s.Cache.Files, 100*s.Cache.HitRate)
 	fmt.Fprintf(w, "  traffic   %s up, %s down, %d requests, %d failed", units.FormatSize(s.BytesUp), units.FormatSize(s.BytesDown), requests, failures)
@@ -122,6 +123,20 @@ func printSummary(w io.Writer, mnt string, st status) {
 			fmt.Fprintf(w, "  CONFLICT  %s: yours is %s\n", c.Path, c.Copy)
 		}
 	}
+}
+
+// serviceLine says whether the service can be reached: "online", or
+// "offline since 14:02:11: connection refused; 3 changes waiting".
+func serviceLine(s ctl.Stats) string {
+	if s.Service.Online || s.Service.OfflineSince == nil {
+		return "online"
+	}
+	changes := "changes"
+	if s.Service.ChangesWaiting == 1 {
+		changes = "change"
+	}
+	return fmt.Sprintf("offline since %s: %s; %d %s waiting (what is cached answers; changes go up when it is back)",
+		s.Service.OfflineSince.Local().Format("15:04:05"), s.Service.OfflineReason, s.Service.ChangesWaiting, changes)
 }
 
 // printQueue lists the files waiting to upload, a line each, with a bar.

@@ -7,40 +7,7 @@
 //
 // With Options.DataDir the state is kept there across runs (persist.go).
 //
-// Lock order: Emulator.mu, then nothing. upload.mu (one per upload, held for a
-// whole complete) and saveMu (one save at a time) are taken before
-// Emulator.mu, never while holding it. Emulator.mu is never held across
-// object-store I/O, file I/O, sleeps or network I/O.
-//
-// # Files
-//
-//	emulator.go      Options, Emulator, New (data directory, object store, state or seed), Close, ids
-//	server.go        Listen: the API and the object store on two listeners; credentials files
-//	http.go          the request pipeline (routes, latency, faults, envelopes), request helpers, injected errors
-//	dialect.go       the dialects: one switch per ambiguity of the contract, and how answers take them
-//	auth.go          HMAC verification of API requests, nonces; the clock offset and the Date of answers
-//	errors.go        how each error code is provoked; apiError
-//	stats.go         the counters (Stats) and their endpoint (StatsPath)
-//	network.go       network play switched at run time (latency, rate, faults, outages) and PlayPath
-//	model.go         the resources: organizations, users, storage areas, nodes, computers, images, jobs, tasks
-//	records.go       the JSON records of the interface
-//	catalog.go       the fixed catalog: machine types, software, base images, seat plans
-//	files.go         finding nodes, names, adding a node, deleting (DELETE /files/{id})
-//	files_list.go    file listings: shared storage, recordings, a computer's storage, a task's folders
-//	files_upload.go  uploads: POST /files and POST /files/{id}/complete
-//	files_direct.go  server-side helpers (no HTTP): roots, folders, files, deletion, quotas
-//	downloads.go     a file's download URL; download jobs and their ZIPs
-//	seats.go         computers: their state machine and the /seats and /machines endpoints
-//	livefs.go        a running computer's fake Windows file system (list-content)
-//	images.go        images (templates) and the software catalog endpoint
-//	usage.go         usage minutes: balances, assign, retrieve
-//	logs.go          action logs and GET /user-action-logs
-//	seed.go          the seeds "demo" and "empty", Fixtures, in-process credentials
-//	seed_bench.go    the seed "bench": the benchmarks' data
-//	persist.go       the state kept in DataDir: its format, capture and atomic save
-//	persist_load.go  loading a saved state, every reference checked
-//	lock_unix.go     the data directory's lock (flock)
-//	lock_other.go    no lock where there is no flock
+// Its files and its lock order are in docs/ARCHITECTURE.md.
 //
 // Packages below: objstore (the object store), faults (fault injection),
 // content (the seeded files' content; content/contenttest checks it) and

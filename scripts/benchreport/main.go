@@ -1,7 +1,7 @@
-// Command benchreport puts the results of the benchmarks into README.md and
-// draws them as a chart: the last step of make bench.
+// Command benchreport puts the results of the benchmarks into
+// docs/BENCHMARKS.md and draws them as a chart: the last step of make bench.
 //
-//	go run ./scripts/benchreport -results DIR -readme README.md -svg 'docs/bench-%dcore.svg'
+//	go run ./scripts/benchreport -results DIR -doc docs/BENCHMARKS.md -svg 'docs/bench-%dcore.svg'
 //
 // DIR holds what save_results of scripts/bench-lib.sh wrote: NAME.md (a
 // benchmark's table as printed) and NAME.tsv (one line per chart row: label,
@@ -10,12 +10,12 @@
 // and machine.txt (cores=, mem_gib=, kernel=, date=: where and when they were
 // measured; without it, this machine and today).
 //
-// Each machine measured keeps its own part of the README, between the lines
+// Each machine measured keeps its own part of the document, between the lines
 // <!-- bench:start N-core --> and <!-- bench:end N-core --> (N its cores: two
 // machines of as many cores share one), so that a run on one machine leaves
 // another's figures as they were. That part is replaced with when and where
 // the figures were measured, the chart, and each table. A machine not
-// measured before gets a new part after the last one; a README with no such
+// measured before gets a new part after the last one; a document with no such
 // part at all is an error, never appended to. The
 // chart (-svg, %d there is the cores) has a bar per TSV line, its length the
 // ratio over the target (the target over the ratio when lower is better) so
@@ -38,7 +38,7 @@ import (
 	"time"
 )
 
-// The README's markers, each a line of its own: a machine's are the prefix,
+// The document's markers, each a line of its own: a machine's are the prefix,
 // its key ("16-core") and the suffix.
 const (
 	startPrefix  = "<!-- bench:start "
@@ -57,11 +57,11 @@ var order = []string{"read", "write", "fio"}
 
 func main() {
 	results := flag.String("results", "", "dir of the NAME.md and NAME.tsv files of save_results (scripts/bench-lib.sh)")
-	readme := flag.String("readme", "README.md", "the README whose part between "+startPrefix+"N-core"+markerSuffix+" and "+endPrefix+"N-core"+markerSuffix+" is replaced (N: the cores)")
-	svg := flag.String("svg", "docs/bench-%dcore.svg", "where to write the chart, %d the machine's cores (the README links it relative to itself)")
+	doc := flag.String("doc", "docs/BENCHMARKS.md", "the document whose part between "+startPrefix+"N-core"+markerSuffix+" and "+endPrefix+"N-core"+markerSuffix+" is replaced (N: the cores)")
+	svg := flag.String("svg", "docs/bench-%dcore.svg", "where to write the chart, %d the machine's cores (the document links it relative to itself)")
 	flag.Parse()
 	if *results == "" || flag.NArg() != 0 {
-		fmt.Fprintf(os.Stderr, "usage: benchreport -results DIR [-readme README.md] [-svg docs/bench-%%dcore.svg]\n")
+		fmt.Fprintf(os.Stderr, "usage: benchreport -results DIR [-doc docs/BENCHMARKS.md] [-svg docs/bench-%%dcore.svg]\n")
 		os.Exit(2)
 	}
 	m := meta{Date: time.Now(), Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
@@ -69,7 +69,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
-	if err := run(*results, *readme, *svg, m); err != nil {
+	if err := run(*results, *doc, *svg, m); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
@@ -85,7 +85,7 @@ type meta struct {
 	Platform  string
 }
 
-// key names the machine's part of the README.
+// key names the machine's part of the document.
 func (m meta) key() string { return fmt.Sprintf("%d-core", m.Cores) }
 
 // read takes what path (a machine.txt of save_results) says of the machine
@@ -166,23 +166,23 @@ func (r row) Score() float64 {
 }
 
 // run does the work of main.
-func run(resultsDir, readmePath, svgPath string, m meta) error {
+func run(resultsDir, docPath, svgPath string, m meta) error {
 	svgPath = strings.ReplaceAll(svgPath, "%d", strconv.Itoa(m.Cores))
 	benches, err := load(resultsDir)
 	if err != nil {
 		return err
 	}
-	readme, err := os.ReadFile(readmePath)
+	doc, err := os.ReadFile(docPath)
 	if err != nil {
 		return err
 	}
-	link, err := filepath.Rel(filepath.Dir(readmePath), svgPath)
+	link, err := filepath.Rel(filepath.Dir(docPath), svgPath)
 	if err != nil {
 		link = svgPath
 	}
-	out, err := replaceBetween(string(readme), m.key(), section(benches, m, filepath.ToSlash(link)))
+	out, err := replaceBetween(string(doc), m.key(), section(benches, m, filepath.ToSlash(link)))
 	if err != nil {
-		return fmt.Errorf("%s: %w", readmePath, err)
+		return fmt.Errorf("%s: %w", docPath, err)
 	}
 	var rows []row
 	for _, b := range benches {
@@ -194,7 +194,7 @@ func run(resultsDir, readmePath, svgPath string, m meta) error {
 	if err := writeFile(svgPath, chart(rows)); err != nil {
 		return err
 	}
-	return writeFile(readmePath, []byte(out))
+	return writeFile(docPath, []byte(out))
 }
 
 // load reads the results of dir, in their order.
@@ -281,7 +281,7 @@ func parseTSV(data []byte) ([]row, error) {
 	return rows, nil
 }
 
-// section is what goes between the README's markers.
+// section is what goes between the document's markers.
 func section(benches []bench, m meta, svgLink string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %d cores\n\n", m.Cores)
@@ -309,7 +309,7 @@ func section(benches []bench, m meta, svgLink string) string {
 // replaceBetween replaces the lines between the markers of key (each a line
 // of its own, the start before the end, once each) with body. Where key has
 // no markers but other machines have, a new part for key goes after the last
-// of theirs. Markers inside fenced code blocks (the README showing them) are
+// of theirs. Markers inside fenced code blocks (the document showing them) are
 // text, not markers; the lines written end as the document's do (LF or CRLF).
 func replaceBetween(doc, key, body string) (string, error) {
 	startMarker, endMarker := startPrefix+key+markerSuffix, endPrefix+key+markerSuffix

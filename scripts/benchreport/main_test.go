@@ -28,13 +28,11 @@ orgfs fio benchmark: 1.0G file, latency 20ms, 2 cores, files on tmpfs
 | 2b. bytes fetched / bytes read | 277.0 MiB / 1.0 MiB | | 277.00x | <= 8x: NOT met |
 `
 
-const readme = `# orgfs
-
-Intro.
-
-## Benchmarks
+const benchDoc = `# orgfs: benchmarks
 
 How to run them.
+
+## Results
 
 <!-- bench:start 2-core -->
 old table
@@ -68,26 +66,24 @@ func TestRun(t *testing.T) {
 		"results/read.md": readMD,
 		"results/read.tsv": "cold sequential read <8 streams>\t1.04\t0.8\thigher\n" +
 			"ls -l requests\t1.5\t1\tlower\n",
-		"results/notes.txt": "ignored",
-		"README.md":         readme,
+		"results/notes.txt":  "ignored",
+		"docs/BENCHMARKS.md": benchDoc,
 	})
-	readmePath := filepath.Join(dir, "README.md")
+	docPath := filepath.Join(dir, "docs", "BENCHMARKS.md")
 	svgPath := filepath.Join(dir, "docs", "bench-%dcore.svg")
-	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta); err != nil {
+	if err := run(filepath.Join(dir, "results"), docPath, svgPath, testMeta); err != nil {
 		t.Fatal(err)
 	}
 
-	got, err := os.ReadFile(readmePath)
+	got, err := os.ReadFile(docPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `# orgfs
-
-Intro.
-
-## Benchmarks
+	want := `# orgfs: benchmarks
 
 How to run them.
+
+## Results
 
 <!-- bench:start 2-core -->
 
@@ -95,22 +91,22 @@ How to run them.
 
 Measured on 2026-11-25 by ` + "`make bench`" + `, on a 2-core linux/amd64 machine, with go1.99.
 
-![orgfs against its baselines](docs/bench-2core.svg)
+![orgfs against its baselines](bench-2core.svg)
 ` + readMD + fioMD + `
 <!-- bench:end 2-core -->
 
 After the tables.
 `
 	if string(got) != want {
-		t.Errorf("README:\n%s\nwant:\n%s", got, want)
+		t.Errorf("the document:\n%s\nwant:\n%s", got, want)
 	}
 
-	// Run again: the same README (the markers stay, nothing piles up).
-	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta); err != nil {
+	// Run again: the same document (the markers stay, nothing piles up).
+	if err := run(filepath.Join(dir, "results"), docPath, svgPath, testMeta); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := os.ReadFile(readmePath); string(again) != want {
-		t.Errorf("second run changed the README:\n%s", again)
+	if again, _ := os.ReadFile(docPath); string(again) != want {
+		t.Errorf("second run changed the document:\n%s", again)
 	}
 
 	svg, err := os.ReadFile(filepath.Join(dir, "docs", "bench-2core.svg"))
@@ -213,19 +209,19 @@ func TestNoMarkers(t *testing.T) {
 	writeFiles(t, dir, map[string]string{
 		"results/fio.md":  fioMD,
 		"results/fio.tsv": "x\t1\t1\thigher\n",
-		"README.md":       doc,
+		"BENCHMARKS.md":   doc,
 	})
-	readmePath := filepath.Join(dir, "README.md")
+	docPath := filepath.Join(dir, "BENCHMARKS.md")
 	svgPath := filepath.Join(dir, "bench.svg")
-	err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta)
+	err := run(filepath.Join(dir, "results"), docPath, svgPath, testMeta)
 	if err == nil || !strings.Contains(err.Error(), "<!-- bench:start 2-core -->") {
 		t.Fatalf("error %v, want one naming the markers", err)
 	}
-	if got, _ := os.ReadFile(readmePath); string(got) != doc {
-		t.Errorf("README changed:\n%s", got)
+	if got, _ := os.ReadFile(docPath); string(got) != doc {
+		t.Errorf("the document changed:\n%s", got)
 	}
 	if _, err := os.Stat(svgPath); err == nil {
-		t.Errorf("the chart was written though the README could not be")
+		t.Errorf("the chart was written though the document could not be")
 	}
 }
 
@@ -234,33 +230,33 @@ func TestBadInput(t *testing.T) {
 		files map[string]string
 		doc   string
 	}{
-		"no results":       {map[string]string{"results/x.txt": "x"}, readme},
-		"bad tsv":          {map[string]string{"results/fio.tsv": "label\tfast\t1\thigher\n"}, readme},
-		"bad direction":    {map[string]string{"results/fio.tsv": "label\t1\t1\tbigger\n"}, readme},
-		"ratio inf":        {map[string]string{"results/fio.tsv": "label\tinf\t1\thigher\n"}, readme},
-		"ratio negative":   {map[string]string{"results/fio.tsv": "label\t-1\t1\tlower\n"}, readme},
-		"ratio empty":      {map[string]string{"results/fio.tsv": "label\t\t1\thigher\n"}, readme},
+		"no results":       {map[string]string{"results/x.txt": "x"}, benchDoc},
+		"bad tsv":          {map[string]string{"results/fio.tsv": "label\tfast\t1\thigher\n"}, benchDoc},
+		"bad direction":    {map[string]string{"results/fio.tsv": "label\t1\t1\tbigger\n"}, benchDoc},
+		"ratio inf":        {map[string]string{"results/fio.tsv": "label\tinf\t1\thigher\n"}, benchDoc},
+		"ratio negative":   {map[string]string{"results/fio.tsv": "label\t-1\t1\tlower\n"}, benchDoc},
+		"ratio empty":      {map[string]string{"results/fio.tsv": "label\t\t1\thigher\n"}, benchDoc},
 		"end before start": {map[string]string{"results/fio.md": fioMD}, "<!-- bench:end 2-core -->\n<!-- bench:start 2-core -->\n"},
 		"start alone":      {map[string]string{"results/fio.md": fioMD}, "<!-- bench:start 2-core -->\n<!-- bench:end 16-core -->\n"},
 		"old markers":      {map[string]string{"results/fio.md": fioMD}, "<!-- bench:start -->\n<!-- bench:end -->\n"},
-		"bad machine":      {map[string]string{"results/fio.md": fioMD, "results/machine.txt": "cores=many\n"}, readme},
-		"bad date":         {map[string]string{"results/fio.md": fioMD, "results/machine.txt": "date=today\n"}, readme},
-		"twice":            {map[string]string{"results/fio.md": fioMD}, readme + readme},
+		"bad machine":      {map[string]string{"results/fio.md": fioMD, "results/machine.txt": "cores=many\n"}, benchDoc},
+		"bad date":         {map[string]string{"results/fio.md": fioMD, "results/machine.txt": "date=today\n"}, benchDoc},
+		"twice":            {map[string]string{"results/fio.md": fioMD}, benchDoc + benchDoc},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			c.files["README.md"] = c.doc
+			c.files["BENCHMARKS.md"] = c.doc
 			writeFiles(t, dir, c.files)
 			m := testMeta
 			err := m.read(filepath.Join(dir, "results", "machine.txt"))
 			if err == nil {
-				err = run(filepath.Join(dir, "results"), filepath.Join(dir, "README.md"), filepath.Join(dir, "b.svg"), m)
+				err = run(filepath.Join(dir, "results"), filepath.Join(dir, "BENCHMARKS.md"), filepath.Join(dir, "b.svg"), m)
 			}
 			if err == nil {
 				t.Error("no error")
 			}
-			if got, _ := os.ReadFile(filepath.Join(dir, "README.md")); string(got) != c.doc {
-				t.Errorf("README changed:\n%s", got)
+			if got, _ := os.ReadFile(filepath.Join(dir, "BENCHMARKS.md")); string(got) != c.doc {
+				t.Errorf("the document changed:\n%s", got)
 			}
 		})
 	}
@@ -274,19 +270,19 @@ func TestSecondMachine(t *testing.T) {
 		"results/read.md":     readMD,
 		"results/read.tsv":    "cold read\t1.04\t0.8\thigher\n",
 		"results/machine.txt": "cores = 16\nmem_gib=125\nkernel=6.18.44\ndate=2026-11-27\n",
-		"README.md":           readme,
+		"docs/BENCHMARKS.md":  benchDoc,
 	})
-	readmePath := filepath.Join(dir, "README.md")
+	docPath := filepath.Join(dir, "docs", "BENCHMARKS.md")
 	svgPath := filepath.Join(dir, "docs", "bench-%dcore.svg")
 	m := testMeta
 	if err := m.read(filepath.Join(dir, "results", "machine.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, m); err != nil {
+	if err := run(filepath.Join(dir, "results"), docPath, svgPath, m); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := os.ReadFile(readmePath)
-	want := strings.Replace(readme, "<!-- bench:end 2-core -->\n", `<!-- bench:end 2-core -->
+	got, _ := os.ReadFile(docPath)
+	want := strings.Replace(benchDoc, "<!-- bench:end 2-core -->\n", `<!-- bench:end 2-core -->
 
 <!-- bench:start 16-core -->
 
@@ -294,22 +290,22 @@ func TestSecondMachine(t *testing.T) {
 
 Measured on 2026-11-27 by `+"`make bench`"+`, on a 16-core linux/amd64 machine, 125 GiB, kernel 6.18.44, with go1.99.
 
-![orgfs against its baselines](docs/bench-16core.svg)
+![orgfs against its baselines](bench-16core.svg)
 `+readMD+`
 <!-- bench:end 16-core -->
 `, 1)
 	if string(got) != want {
-		t.Fatalf("README:\n%s\nwant:\n%s", got, want)
+		t.Fatalf("the document:\n%s\nwant:\n%s", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "docs", "bench-16core.svg")); err != nil {
 		t.Errorf("no chart of its own: %v", err)
 	}
 
 	// The first machine again: its part replaced, the second's kept.
-	if err := run(filepath.Join(dir, "results"), readmePath, svgPath, testMeta); err != nil {
+	if err := run(filepath.Join(dir, "results"), docPath, svgPath, testMeta); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = os.ReadFile(readmePath)
+	got, _ = os.ReadFile(docPath)
 	if !strings.Contains(string(got), "### 16 cores") || strings.Contains(string(got), "old table") ||
 		strings.Count(string(got), "### 2 cores") != 1 || strings.Count(string(got), "<!-- bench:start") != 2 {
 		t.Errorf("after a run on the first machine:\n%s", got)
@@ -317,7 +313,7 @@ Measured on 2026-11-27 by `+"`make bench`"+`, on a 16-core linux/amd64 machine, 
 }
 
 // Markers shown in a fenced code block are text: the real part is replaced,
-// the block left as it is; a CRLF README gets CRLF lines.
+// the block left as it is; a CRLF document gets CRLF lines.
 func TestFencedMarkersAndCRLF(t *testing.T) {
 	fenced := "```\n<!-- bench:start 2-core -->\n<!-- bench:end 16-core -->\n```\n"
 	doc := "# orgfs\n\n" + fenced + "\n<!-- bench:start 2-core -->\nold\n<!-- bench:end 2-core -->\n"
@@ -342,7 +338,7 @@ func TestFencedMarkersAndCRLF(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Count(out, "\n") != strings.Count(out, "\r\n") {
-		t.Errorf("a line without CR in a CRLF README:\n%q", out)
+		t.Errorf("a line without CR in a CRLF document:\n%q", out)
 	}
 	if !strings.Contains(out, "<!-- bench:start 16-core -->\r\n\r\na\r\nb\r\n\r\n<!-- bench:end 16-core -->\r\n") {
 		t.Errorf("the new part:\n%q", out)

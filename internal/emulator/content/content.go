@@ -18,10 +18,7 @@
 //
 // Package contenttest checks content of every type.
 //
-// # Files
-//
-//	content.go  New, the text formats and JSON, random bytes, WebM and Blender headers
-//	media.go    the binary formats that have a structure: PNG, JPEG, PDF, DOCX, XLSX
+// Its files are in docs/ARCHITECTURE.md.
 package content
 
 import (

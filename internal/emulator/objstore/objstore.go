@@ -58,13 +58,7 @@
 // copy_file_range without reading the data; Concat of no parts gives an empty
 // object with the plain MD5 of nothing.
 //
-// # Files
-//
-//	objstore.go  Options, Stats, Store and New, the settings changed at run time, the counters
-//	presign.go   presigned URLs: made (PresignGet, PresignPut) and checked (path, signature, expiry)
-//	serve.go     the HTTP handler: GET with Range, PUT, pacing, injected faults, XML errors, the log
-//	disk.go      objects on disk: Write, Open, Stat, Concat, Remove, RemovePrefix, Keys; ETags
-//	paths.go     object keys to file paths under Dir and back (segment escaping)
+// Its files are in docs/ARCHITECTURE.md.
 package objstore
 
 import (

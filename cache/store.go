@@ -135,6 +135,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	// A file renamed away before a crash stays away: its old version is
 	// deleted once the new name is up, and listed until then.
 	s.Dirs.HideIDs(s.Staging.Superseded())
+	s.Dirs.HideIDs(s.Staging.DeletedLater()) // deleted offline before a restart
 	s.Attrs.KeepPending(func(t place.Target) bool { return s.Staging.Lookup(t) != nil })
 	if w, ok := opts.Client.(reachWatcher); ok {
 		// Online again: what was written meanwhile goes up now, not at its
@@ -260,12 +261,31 @@ func (s *Store) MakeFolder(ctx context.Context, parent place.DirKey, name string
 }
 
 // Remove is a user's unlink or rmdir of f, a file or folder of parent on
-// the service: Delete, then parent's times move, as a disk's do.
-func (s *Store) Remove(ctx context.Context, parent place.DirKey, f api.File) error {
-	if err := s.Delete(ctx, parent, f); err != nil {
+// the service, at path in the mount: Delete, then parent's times move, as a
+// disk's do; offline, the deletion is journaled (DeleteNowOrLater).
+func (s *Store) Remove(ctx context.Context, parent place.DirKey, f api.File, path string) error {
+	if err := s.DeleteNowOrLater(ctx, parent, f, path); err != nil {
 		return err
 	}
 	s.Attrs.TouchDir(parent)
+	return nil
+}
+
+// DeleteNowOrLater is Delete, and offline (api.IsOffline) the deletion
+// journaled in the write side (writeback/deletes.go), made when the service
+// answers again if it still holds that version; f leaves every listing now.
+// No folder's times move (a file unlinked while open, deleted at its last
+// close; or Remove).
+func (s *Store) DeleteNowOrLater(ctx context.Context, parent place.DirKey, f api.File, path string) error {
+	err := s.Delete(ctx, parent, f)
+	if err == nil || !api.IsOffline(err) || s.Staging == nil {
+		return err
+	}
+	if jerr := s.Staging.DeleteLater(writeback.DeletionOf(parent, f, path)); jerr != nil {
+		return errors.Join(err, jerr)
+	}
+	s.Dirs.Hide(parent, f.ID) // a listing fetched before the deletion is made
+	s.Deleted(parent, f)
 	return nil
 }
 

@@ -551,7 +551,7 @@ func (n *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 			n.fsys.store.Unlinked(n.dirKey(), f) // deleted at the last close (unlinked.go)
 			return 0
 		}
-		if err := n.fsys.store.Remove(ctx, n.dirKey(), f); err != nil {
+		if err := n.fsys.store.Remove(ctx, n.dirKey(), f, n.Path(nil)+"/"+name); err != nil {
 			return n.fsys.errno(ctx, "deleting "+n.Path(nil)+"/"+name, err)
 		}
 		found = true
@@ -584,15 +584,19 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if len(n.fsys.store.PendingIn(key)) > 0 || n.fsys.local.hasSpecial(key) {
 		return syscall.ENOTEMPTY
 	}
+	stale, _ := n.fsys.store.Dirs.Cached(key)
 	n.fsys.store.Dirs.Drop(key)
 	l, err := n.fsys.store.Dirs.List(ctx, key)
+	if err != nil && api.IsOffline(err) && stale != nil {
+		l, err = stale, nil // offline: empty as last seen, and nothing made here since
+	}
 	if err != nil {
 		return n.fsys.errno(ctx, "listing "+n.Path(nil)+"/"+name, err)
 	}
 	if len(l.Files) > 0 {
 		return syscall.ENOTEMPTY
 	}
-	if err := n.fsys.store.Remove(ctx, n.dirKey(), f); err != nil {
+	if err := n.fsys.store.Remove(ctx, n.dirKey(), f, n.Path(nil)+"/"+name); err != nil {
 		return n.fsys.errno(ctx, "deleting folder "+n.Path(nil)+"/"+name, err)
 	}
 	n.fsys.local.dropDir(key)

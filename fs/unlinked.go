@@ -100,7 +100,7 @@ func (o *openFiles) takeUnlinked() []unlinkedFile {
 func (f *FS) deleteUnlinked(u unlinkedFile) {
 	ctx, cancel := context.WithTimeout(context.Background(), unlinkDeleteTimeout)
 	defer cancel()
-	if err := f.store.Delete(ctx, u.parent, u.file); err != nil {
+	if err := f.store.DeleteNowOrLater(ctx, u.parent, u.file, u.path); err != nil {
 		f.log.WithError(err).WithField("path", u.path).Warn("could not delete a file unlinked while open, at its last close; it stays on the service")
 		return
 	}

@@ -26,12 +26,13 @@ type StagingStats struct {
 	Bytes       int64 // bytes of the files uploaded since the start
 	StagedBytes int64 // local bytes of every staged file
 	Conflicts   int64 // files that went up as conflict copies since the start (conflicts.go)
+	Deletions   int   // deletions made offline, waiting for the service (deletes.go)
 }
 
 // Stats returns the counters.
 func (s *Staging) Stats() StagingStats {
 	s.mu.Lock()
-	out := StagingStats{Uploaded: s.uploaded, Bytes: s.bytesUp, Conflicts: s.nConflicts}
+	out := StagingStats{Uploaded: s.uploaded, Bytes: s.bytesUp, Conflicts: s.nConflicts, Deletions: len(s.deletes)}
 	all := s.sortedLocked()
 	for _, st := range all {
 		switch st.state {
@@ -77,6 +78,9 @@ func (s *Staging) FlushAll(ctx context.Context, paths []string) (int, error) {
 		}()
 	}
 	wg.Wait()
+	if len(paths) == 0 {
+		errs = append(errs, s.waitDeletes(ctx)) // orgfs sync waits for what was deleted offline too
+	}
 	return len(sel), errors.Join(errs...)
 }
 
@@ -157,7 +161,20 @@ func (s *Staging) Retry() {
 func (s *Staging) Resume() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.resumes++ // an attempt failing offline now goes again at once
+	if len(s.deletes) > 0 {
+		s.startDeletesLocked() // then the uploads
+		return
+	}
+	s.resumeUploadsLocked()
+}
+
+// resumeUploadsLocked queues at once the uploads waiting to be tried again.
+// Called with mu held.
+func (s *Staging) resumeUploadsLocked() {
 	for _, st := range s.sortedLocked() {
 		if st.state == stRetrying && st.writers == 0 {
 			s.enqueueLocked(st, false)

@@ -142,6 +142,8 @@ type Staging struct {
 	uploaded int64                    // guarded by mu
 	bytesUp  int64                    // guarded by mu
 	resumes  int                      // guarded by mu; Resume calls (the service back after an outage)
+	deletes  []Deletion               // guarded by mu; deletions made offline, in order (deletes.go)
+	applying bool                     // guarded by mu; applyDeletes runs
 	// Many writers (conflicts.go).
 	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded, or deleted as replaced, lately; safe for concurrent use
 	sent       stamp                       // when an upload last sent a byte (LastSent)
@@ -186,9 +188,18 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 		cancel()
 		return nil, err
 	}
+	if err := s.loadDeletes(); err != nil {
+		cancel()
+		return nil, err
+	}
 	for range s.transfers * smallLanes {
 		s.wg.Add(1)
 		go s.worker()
+	}
+	if len(s.deletes) > 0 {
+		s.mu.Lock()
+		s.startDeletesLocked() // what a run before deleted offline
+		s.mu.Unlock()
 	}
 	return s, nil
 }

@@ -41,7 +41,8 @@ type Upload struct {
 type Stats struct {
 	// Service is whether the service can be reached (api.Reachability):
 	// online, or offline since when and why; ChangesWaiting counts the
-	// files written and not on the service yet (pending and in flight).
+	// files written and not on the service yet (pending and in flight) and
+	// the deletions made offline.
 	Service struct {
 		Online         bool       `json:"online"`
 		OfflineSince   *time.Time `json:"offline_since,omitempty"`

@@ -128,7 +128,11 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		Transfers: transfers, Parallel: max(transfers, writeback.DefaultStagingParallel), MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
 		OnConflict: s.conflicted, OnLanded: s.landed, Desk: opts.Desk,
 		OnSuperseded: func(t place.Target, id int64) { s.Dirs.Hide(place.DirKey{Area: t.Area, ID: t.ParentID}, id) },
-		OnKept:       s.Dirs.Show})
+		OnKept:       s.Dirs.Show,
+		OnRemade: func(from, to place.Target, under place.DirKey) {
+			s.Attrs.Move(from, to)
+			s.Dirs.Drop(under) // shows the folders made again
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -278,8 +282,8 @@ func (s *Store) Remove(ctx context.Context, parent place.DirKey, f api.File, pat
 // close; or Remove).
 func (s *Store) DeleteNowOrLater(ctx context.Context, parent place.DirKey, f api.File, path string) error {
 	err := s.Delete(ctx, parent, f)
-	if err == nil || !api.IsOffline(err) || s.Staging == nil {
-		return err
+	if err == nil || !api.IsOffline(err) || s.Staging == nil || ctx.Err() != nil {
+		return err // the caller gave up (EIO): nothing is journaled behind its back
 	}
 	if jerr := s.Staging.DeleteLater(writeback.DeletionOf(parent, f, path)); jerr != nil {
 		return errors.Join(err, jerr)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/fs/fstest"
+	"github.com/orgfs/orgfs/internal/testkit"
 	"github.com/orgfs/orgfs/place"
 )
 
@@ -506,4 +507,47 @@ func TestMakeAcrossUploads(t *testing.T) {
 	if got := readFile(t, e.Path("shared", "out")); got != "b" {
 		t.Fatalf("out holds %q", got)
 	}
+}
+
+// A folder another desk deletes while this desk writes into it is made
+// again for what this desk wrote: the upload finds its folder gone, the
+// folders of its path are made anew, and the file goes there, readable
+// through the mount; nothing written here is lost with the folder.
+func TestManyWritersFolderDeletedElsewhereIsMadeAgain(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	if err := os.MkdirAll(e.Path("shared", "work", "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Path("shared", "work", "deep", "notes.txt"), []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	work, ok := e.serviceFile("work")
+	if !ok {
+		t.Fatal("shared/work is not on the service")
+	}
+	if err := e.Emu.DeleteFile(e.Org, work.ID); err != nil { // another desk, with what it held
+		t.Fatal(err)
+	}
+	// This desk, whose listings still show the folder, writes on.
+	if err := os.WriteFile(e.Path("shared", "work", "deep", "notes.txt"), []byte("v2, written after the folder went\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.Path("shared", "work", "deep", "more.txt"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if got := string(e.serviceBytes("work/deep/notes.txt")); got != "v2, written after the folder went\n" {
+		t.Errorf("shared/work/deep/notes.txt on the service: %q", got)
+	}
+	if got := string(e.serviceBytes("work/deep/more.txt")); got != "new\n" {
+		t.Errorf("shared/work/deep/more.txt on the service: %q", got)
+	}
+	if made, _ := e.serviceFile("work"); made.ID == work.ID {
+		t.Errorf("shared/work has the id of the folder deleted: %d", made.ID)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the folder made again to read through the mount", func() bool {
+		b, err := os.ReadFile(e.Path("shared", "work", "deep", "notes.txt"))
+		return err == nil && string(b) == "v2, written after the folder went\n"
+	})
 }

@@ -13,9 +13,11 @@ import (
 // *api.Client it calls, so that its tests can put an in-memory fake in its
 // place where the HTTP emulator adds nothing.
 type Client interface {
-	// Uploads and the deletions after them (uploader.go).
+	// Uploads and the deletions after them (uploader.go); the folders of a
+	// file made again when another writer deleted them (remake.go).
 	Upload(ctx context.Context, req api.UploadRequest) (*api.UploadResult, error)
 	DeleteFile(ctx context.Context, id int64) error
+	CreateDirectory(ctx context.Context, req api.CreateDirectoryRequest) (*api.CreatedDirectory, error)
 
 	// Whose version a name holds before an upload replaces it
 	// (conflicts.go): the folder's listing, and the content of a version

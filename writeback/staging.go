@@ -84,6 +84,12 @@ type StagingOptions struct {
 	// OnSuperseded (or the mount, at a rename) hid must show again. No lock
 	// is held.
 	OnKept func(ids []int64)
+	// OnRemade, when set, is called after the folders of a staged file's
+	// path that another writer deleted were made again and the file moved
+	// there (remake.go): from its old place to to; under is the folder in
+	// which the first of them was made (or to's folder), whose listing is
+	// out of date. No lock is held.
+	OnRemade func(from, to place.Target, under place.DirKey)
 }
 
 func (o StagingOptions) withDefaults() StagingOptions {
@@ -115,6 +121,7 @@ type Staging struct {
 	onLanded     func(api.File, string)
 	onSuperseded func(place.Target, int64)
 	onKept       func([]int64)
+	onRemade     func(from, to place.Target, under place.DirKey)
 	// constants
 	desk                   string
 	dir                    string
@@ -170,7 +177,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Staging{
-		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onLanded: opts.OnLanded, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, desk: opts.Desk,
+		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onLanded: opts.OnLanded, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, onRemade: opts.OnRemade, desk: opts.Desk,
 		dir: opts.Dir, writeBack: opts.WriteBack, transfers: opts.Transfers, parallel: opts.Parallel,
 		parts:      semaphore.NewWeighted(int64(opts.Parts)),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,

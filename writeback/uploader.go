@@ -104,6 +104,12 @@ func (s *Staging) run(up *upload) {
 		return
 	}
 	s.dropAbandoned(up, err)
+	if api.IsNotFound(err) || api.IsCode(err, api.CodeBadRequest) {
+		// Its folder may be gone (the contract answers 404 or 400 for a
+		// parent folder deleted): made again, the file goes there
+		// (failedLocked sees it moved meanwhile and uploads it again).
+		s.remakeFolders(up)
+	}
 	if fi, serr := up.st.f.Stat(); serr == nil && size >= 0 && fi.Size() != size {
 		// The file changed under the upload (a truncation read short),
 		// its Touch not yet made: not the content's failure.

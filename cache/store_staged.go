@@ -254,6 +254,15 @@ func (s *Store) Uploads() []writeback.StagedInfo {
 	return s.Staging.Entries()
 }
 
+// Deletions are the deletions made offline that wait for the service,
+// oldest first (none on a read-only mount).
+func (s *Store) Deletions() []writeback.Deletion {
+	if s.Staging == nil {
+		return nil
+	}
+	return s.Staging.Deletions()
+}
+
 // Conflicts are the latest conflict copies made (.ctl/conflicts); none on
 // a read-only mount.
 func (s *Store) Conflicts() []writeback.Conflict {

@@ -56,6 +56,8 @@ func (s *Staging) DeleteLater(d Deletion) error {
 		s.deletes = s.deletes[:len(s.deletes)-1]
 		return err
 	}
+	s.mine.Add(d.ID, struct{}{}) // this mount's to remove: an upload at its name is no conflict
+	s.startDeletesLocked()       // the service may be back already (offline, it fails at once)
 	return nil
 }
 
@@ -94,6 +96,9 @@ func (s *Staging) saveDeletesLocked() error {
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
+	if err == nil {
+		err = s.SyncDir() // the rename itself, before the caller is told
+	}
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("staging: %w", err)
@@ -111,6 +116,11 @@ func (s *Staging) loadDeletes() error {
 	if err != nil {
 		return fmt.Errorf("staging: %w", err)
 	}
+	defer func() {
+		for _, d := range s.deletes {
+			s.mine.Add(d.ID, struct{}{})
+		}
+	}()
 	if err := json.Unmarshal(b, &s.deletes); err != nil {
 		// Kept aside for a person to look at; the files stay on the
 		// service, which loses nothing.
@@ -154,7 +164,7 @@ func (s *Staging) holdsAnything(ctx context.Context, k place.DirKey) (bool, erro
 func (s *Staging) waitDeletes(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.deletes) == 0 {
+	if len(s.deletes) == 0 || s.closed {
 		return nil
 	}
 	s.startDeletesLocked()
@@ -179,15 +189,23 @@ func (s *Staging) waitDeletes(ctx context.Context) error {
 // the uploads waiting to be tried again: a file written at a name deleted
 // offline goes up once the name is free. Called with mu held.
 func (s *Staging) startDeletesLocked() {
-	if s.applying {
+	if s.applying || s.closed {
+		s.applyAgain = !s.closed // a Resume or a new entry while it runs: once more after
 		return
 	}
 	s.applying = true
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.applyDeletes()
-		s.mu.Lock()
+		for {
+			s.applyDeletes()
+			s.mu.Lock()
+			if !s.applyAgain || s.closed {
+				break
+			}
+			s.applyAgain = false
+			s.mu.Unlock()
+		}
 		s.applying = false
 		s.resumeUploadsLocked()
 		s.notifyLocked()
@@ -207,22 +225,23 @@ func (s *Staging) applyDeletes() {
 		}
 		d := s.deletes[0]
 		s.mu.Unlock()
-		kept, err := s.deleteIfUnchanged(d)
-		if api.IsOffline(err) {
-			return
+		outcome, err := s.deleteIfUnchanged(d)
+		if err != nil && (api.Temporary(err) || s.ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			return // no answer to go by (offline, a 5xx, Close): kept for the next try
 		}
 		log := s.log.WithFields(logrus.Fields{"path": d.Path, "file_id": d.ID})
 		switch {
 		case err != nil:
-			log.WithError(err).Warn("staging: a deletion made offline failed at the service's return; the file stays there")
-			kept = true
-		case kept:
+			log.WithError(err).Warn("staging: the service refused a deletion made offline; the file stays there")
+		case outcome == deleteKept:
 			log.Warn("staging: a file deleted offline was changed meanwhile by another writer; it is kept")
+		case outcome == deleteGone:
+			log.Info("staging: a file deleted offline was deleted, replaced or moved elsewhere meanwhile; nothing to delete")
 		default:
 			log.Info("staging: a deletion made offline is done")
 		}
-		if kept && s.onKept != nil {
-			s.onKept([]int64{d.ID})
+		if (err != nil || outcome != deleteDone) && s.onKept != nil {
+			s.onKept([]int64{d.ID}) // shown again where it is (a no-op for an id gone)
 		}
 		s.mu.Lock()
 		if len(s.deletes) > 0 && s.deletes[0] == d {
@@ -236,35 +255,43 @@ func (s *Staging) applyDeletes() {
 	}
 }
 
+// What deleteIfUnchanged did.
+const (
+	deleteDone = iota // deleted
+	deleteKept        // the service holds another version there: kept
+	deleteGone        // not there any more (deleted, replaced or moved elsewhere)
+)
+
 // deleteIfUnchanged deletes d's file or folder when the service still holds
-// the version the mount removed; kept: it holds another (a folder is never
-// kept: its content is its own).
-func (s *Staging) deleteIfUnchanged(d Deletion) (kept bool, err error) {
+// the version the mount removed; a folder only while it holds nothing.
+func (s *Staging) deleteIfUnchanged(d Deletion) (outcome int, err error) {
 	ctx, cancel := context.WithTimeout(s.ctx, deleteTimeout)
 	defer cancel()
 	cur, ok, err := s.currentAt(ctx, place.Target{Area: d.Parent.Area, ParentID: d.Parent.ID, Name: d.Name})
 	switch {
 	case err != nil:
-		return false, err
+		return deleteDone, err
 	case !ok || cur.ID != d.ID:
 		// Gone, or the name holds another file or folder: this one was
 		// deleted or replaced elsewhere; nothing of it to delete.
-		return false, nil
+		return deleteGone, nil
 	case !d.Dir && cur.Size != d.Size:
 		// The service makes a new file (a new id) for every upload; the
 		// same id of another size is another version all the same. (Times
 		// are not compared: the mount's record of its own upload carries
 		// its own time until the folder is listed again.)
-		return true, nil
+		return deleteKept, nil
 	case d.Dir:
 		// The service deletes a folder with its content: one that holds
 		// anything now (another writer's) is kept.
-		if full, err := s.holdsAnything(ctx, place.DirKey{Area: d.Parent.Area, ID: cur.ID}); err != nil || full {
-			return full, err
+		if full, err := s.holdsAnything(ctx, place.DirKey{Area: d.Parent.Area, ID: cur.ID}); err != nil {
+			return deleteDone, err
+		} else if full {
+			return deleteKept, nil
 		}
 	}
 	if err := s.client.DeleteFile(ctx, cur.ID); err != nil && !api.IsNotFound(err) {
-		return false, err
+		return deleteDone, err
 	}
-	return false, nil
+	return deleteDone, nil
 }

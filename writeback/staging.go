@@ -134,23 +134,24 @@ type Staging struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // workers and background deletions
 
-	mu       sync.Mutex
-	cond     *sync.Cond               // on mu: wakes the workers when the queue grows, a target frees or at Close
-	entries  map[int64]*Staged        // guarded by mu; every staged file, by number
-	byTarget map[place.Target]*Staged // guarded by mu
-	orphans  map[*Staged]struct{}     // guarded by mu; removed or uploaded but still open (file kept open)
-	queue    []*Staged                // guarded by mu; queued files, next first
-	busy     map[place.Target]int     // guarded by mu; uploads in flight per target, removed files' included
-	bigBusy  int                      // guarded by mu; uploads in flight of files that are not small
-	next     int64                    // guarded by mu; number of the next staged file
-	changed  chan struct{}            // guarded by mu; closed (and replaced) at every settled upload, removal and Close
-	draining int                      // guarded by mu; Drain calls running: files upload at once
-	closed   bool                     // guarded by mu
-	uploaded int64                    // guarded by mu
-	bytesUp  int64                    // guarded by mu
-	resumes  int                      // guarded by mu; Resume calls (the service back after an outage)
-	deletes  []Deletion               // guarded by mu; deletions made offline, in order (deletes.go)
-	applying bool                     // guarded by mu; applyDeletes runs
+	mu         sync.Mutex
+	cond       *sync.Cond               // on mu: wakes the workers when the queue grows, a target frees or at Close
+	entries    map[int64]*Staged        // guarded by mu; every staged file, by number
+	byTarget   map[place.Target]*Staged // guarded by mu
+	orphans    map[*Staged]struct{}     // guarded by mu; removed or uploaded but still open (file kept open)
+	queue      []*Staged                // guarded by mu; queued files, next first
+	busy       map[place.Target]int     // guarded by mu; uploads in flight per target, removed files' included
+	bigBusy    int                      // guarded by mu; uploads in flight of files that are not small
+	next       int64                    // guarded by mu; number of the next staged file
+	changed    chan struct{}            // guarded by mu; closed (and replaced) at every settled upload, removal and Close
+	draining   int                      // guarded by mu; Drain calls running: files upload at once
+	closed     bool                     // guarded by mu
+	uploaded   int64                    // guarded by mu
+	bytesUp    int64                    // guarded by mu
+	resumes    int                      // guarded by mu; Resume calls (the service back after an outage)
+	deletes    []Deletion               // guarded by mu; deletions made offline, in order (deletes.go)
+	applying   bool                     // guarded by mu; applyDeletes runs
+	applyAgain bool                     // guarded by mu; applyDeletes runs once more when it ends (a Resume or a new entry meanwhile)
 	// Many writers (conflicts.go).
 	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded, or deleted as replaced, lately; safe for concurrent use
 	sent       stamp                       // when an upload last sent a byte (LastSent)

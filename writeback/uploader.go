@@ -108,7 +108,9 @@ func (s *Staging) run(up *upload) {
 		// Its folder may be gone (the contract answers 404 or 400 for a
 		// parent folder deleted): made again, the file goes there
 		// (failedLocked sees it moved meanwhile and uploads it again).
-		s.remakeFolders(up)
+		if _, rerr := s.remakeFolders(up); rerr != nil && api.Temporary(rerr) {
+			err = rerr // no word on the folder yet (offline, a 5xx): tried again, not failed for good
+		}
 	}
 	if fi, serr := up.st.f.Stat(); serr == nil && size >= 0 && fi.Size() != size {
 		// The file changed under the upload (a truncation read short),

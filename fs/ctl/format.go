@@ -29,7 +29,7 @@ type Result struct {
 // Upload is one line of .ctl/uploads.json.
 type Upload struct {
 	Path     string `json:"path"`
-	State    string `json:"state"` // open, waiting, queued, uploading, retrying, failed, uploaded
+	State    string `json:"state"` // open, waiting, queued, uploading, retrying, failed, uploaded; "delete" for a deletion made offline, waiting for the service
 	Size     int64  `json:"size"`
 	Done     int64  `json:"done"`  // bytes sent by the upload in flight (or the last one)
 	Total    int64  `json:"total"` // bytes of that upload

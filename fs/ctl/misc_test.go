@@ -471,3 +471,40 @@ func TestCtlStatsCountsWhatTheKernelAsks(t *testing.T) {
 		t.Errorf("stats passthrough %+v", pt)
 	}
 }
+
+// Offline, .ctl/stats says so (since when, why, what waits), and
+// .ctl/uploads lists the deletions made offline beside the uploads.
+func TestCtlShowsTheMountOffline(t *testing.T) {
+	e := ctlEnv(t, envOptions{DirTTL: 500 * time.Millisecond})
+	root, err := e.Emu.RootID(e.Org, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Emu.CreateFile(e.Org, 0, root, "old.txt", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.ReadDir(e.Path("shared")); err != nil {
+		t.Fatal(err)
+	}
+	var st Stats
+	e.readJSON(&st, "stats")
+	if !st.Service.Online || st.Service.OfflineSince != nil {
+		t.Fatalf("stats online: %+v", st.Service)
+	}
+	e.Emu.SetOutage(emulator.OutageRefuse)
+	t.Cleanup(func() { e.Emu.SetOutage(emulator.OutageNone) })
+	time.Sleep(time.Second) // the listing expired
+	if err := os.Remove(e.Path("shared", "old.txt")); err != nil {
+		t.Fatalf("rm offline: %v", err)
+	}
+	if err := os.WriteFile(e.Path("shared", "new.txt"), []byte("y"), 0o644); err != nil {
+		t.Fatalf("write offline: %v", err)
+	}
+	e.readJSON(&st, "stats")
+	if st.Service.Online || st.Service.OfflineSince == nil || st.Service.OfflineReason == "" || st.Service.ChangesWaiting != 2 {
+		t.Errorf("stats offline: %+v, want offline since a time, a reason, 2 changes waiting", st.Service)
+	}
+	if q := e.read("uploads"); !strings.Contains(q, "delete shared/old.txt") {
+		t.Errorf("uploads offline reads %q, want the deletion made offline", q)
+	}
+}

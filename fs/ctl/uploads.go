@@ -11,18 +11,27 @@ package ctl
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 
 	"github.com/orgfs/orgfs/writeback"
 )
 
-// uploadsRead is .ctl/uploads: one line per staged file.
+// DeleteState is the state .ctl/uploads gives a deletion made offline,
+// waiting for the service.
+const DeleteState = "delete"
+
+// uploadsRead is .ctl/uploads: one line per staged file, then one per
+// deletion made offline that waits for the service.
 func (t *Tree) uploadsRead(context.Context) ([]byte, error) {
 	var b bytes.Buffer
 	for _, e := range t.store.Uploads() {
 		b.WriteString(e.String())
 		b.WriteByte('\n')
+	}
+	for _, d := range t.store.Deletions() {
+		fmt.Fprintf(&b, "%s %s (made offline; waits for the service)\n", DeleteState, d.Path)
 	}
 	return b.Bytes(), nil
 }
@@ -36,6 +45,9 @@ func (t *Tree) uploadsJSON(context.Context) ([]Upload, error) {
 			p = e.Target.String()
 		}
 		out = append(out, Upload{Path: p, State: e.State, Size: e.Size, Done: e.Done, Total: e.Total, Attempts: e.Attempts, Error: e.Err})
+	}
+	for _, d := range t.store.Deletions() {
+		out = append(out, Upload{Path: d.Path, State: DeleteState, Size: d.Size})
 	}
 	return out, nil
 }

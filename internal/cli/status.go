@@ -146,6 +146,10 @@ func printQueue(w io.Writer, ups []ctl.Upload) {
 		if u.State == "uploaded" {
 			continue
 		}
+		if u.State == ctl.DeleteState {
+			fmt.Fprintf(w, "  %-9s %s (made offline; waits for the service)\n", u.State, u.Path)
+			continue
+		}
 		cur := int64(0)
 		if u.State == "uploading" {
 			cur = u.Done
@@ -190,6 +194,8 @@ func showQueue(ctx context.Context, w io.Writer, mnt string, untilEmpty bool) er
 			}
 			return err
 		}
+		// Deletions made offline have no bytes to show: orgfs status lists them.
+		ups = slices.DeleteFunc(ups, func(u ctl.Upload) bool { return u.State == ctl.DeleteState })
 		waiting := slices.ContainsFunc(ups, func(u ctl.Upload) bool { return u.State != "uploaded" })
 		if q == nil && !waiting && untilEmpty {
 			return nil

@@ -140,6 +140,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	// deleted once the new name is up, and listed until then.
 	s.Dirs.HideIDs(s.Staging.Superseded())
 	s.Dirs.HideIDs(s.Staging.DeletedLater()) // deleted offline before a restart
+	s.Staging.Resume()                       // and made now, hidden first
 	s.Attrs.KeepPending(func(t place.Target) bool { return s.Staging.Lookup(t) != nil })
 	if w, ok := opts.Client.(reachWatcher); ok {
 		// Online again: what was written meanwhile goes up now, not at its

@@ -155,9 +155,10 @@ func (s *Staging) Retry() {
 	}
 }
 
-// Resume sends at once every upload waiting to be tried again (the service
-// answers again after an outage): the files written offline go up as soon
-// as it is back, not after their backoff.
+// Resume makes the deletions journaled offline (deletes.go), then sends at
+// once every upload waiting to be tried again: the service answers again
+// after an outage (or the mount starts), and what was changed offline goes
+// up as soon as it is back, not after its backoff.
 func (s *Staging) Resume() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

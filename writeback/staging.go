@@ -204,11 +204,8 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 		s.wg.Add(1)
 		go s.worker()
 	}
-	if len(s.deletes) > 0 {
-		s.mu.Lock()
-		s.startDeletesLocked() // what a run before deleted offline
-		s.mu.Unlock()
-	}
+	// The deletions a run before journaled wait for Resume: the caller
+	// hides them from its listings first (DeletedLater).
 	return s, nil
 }
 

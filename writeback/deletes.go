@@ -39,6 +39,10 @@ type Deletion struct {
 	LastModified time.Time    `json:"last_modified"`
 	Dir          bool         `json:"dir,omitempty"`
 	Path         string       `json:"path,omitempty"` // in the mount, for the log and .ctl/uploads
+	// ByID: a version the staging itself deletes (one a staged file
+	// supersedes, or replaces), deleted by its id alone, whatever its
+	// folder holds, as online.
+	ByID bool `json:"by_id,omitempty"`
 }
 
 // DeletionOf is the deletion of f, of folder parent, at path in the mount.
@@ -265,6 +269,9 @@ const (
 // deleteIfUnchanged deletes d's file or folder when the service still holds
 // the version the mount removed; a folder only while it holds nothing.
 func (s *Staging) deleteIfUnchanged(d Deletion) (outcome int, err error) {
+	if d.ByID {
+		return deleteDone, s.deleteFile(d.ID)
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, deleteTimeout)
 	defer cancel()
 	cur, ok, err := s.currentAt(ctx, place.Target{Area: d.Parent.Area, ParentID: d.Parent.ID, Name: d.Name})

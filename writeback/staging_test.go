@@ -1015,3 +1015,26 @@ func TestStagingSmallFilesGoSoonerAndBeside(t *testing.T) {
 	}
 	e.wantNothingStaged(s)
 }
+
+// A file a staged file supersedes (mv a b) whose deletion after the upload
+// meets the service offline is journaled, not shown again, and deleted when
+// the service answers again (Resume).
+func TestStagingSupersededDeletionOfflineIsJournaled(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	old := e.serviceFile(stagingShared("a.txt"), []byte("v1"))
+	st := e.create(s, stagingShared("b.txt"), 0, []byte("v1"))
+	st.SetPath("shared/b.txt")
+	st.DeleteAfterUpload(old)
+	off := &api.OfflineError{Since: time.Now(), Reason: "connection refused"}
+	e.fake.FailNext("DeleteFile", off, off) // the deletion, and the journal's first try
+	if err := s.Flush(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the deletion journaled", func() bool { return len(s.Deletions()) == 1 })
+	if d := s.Deletions()[0]; d.ID != old || !d.ByID || !e.fake.Has(old) {
+		t.Fatalf("journaled %+v; the service has it: %v", d, e.fake.Has(old))
+	}
+	s.Resume()
+	testkit.WaitFor(t, 5*time.Second, "the journaled deletion made", func() bool { return len(s.Deletions()) == 0 && !e.fake.Has(old) })
+}

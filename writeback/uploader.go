@@ -419,6 +419,10 @@ func (s *Staging) deleteReplaced(name string, ids []int64) (deleted, failed []in
 			if s.ctx.Err() != nil {
 				continue // Close: deleted after the upload at the next start
 			}
+			if api.IsOffline(err) && s.DeleteLater(Deletion{ID: id, Path: name, ByID: true}) == nil {
+				deleted = append(deleted, id) // journaled, still hidden: made when the service is back
+				continue
+			}
 			s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete the file replaced by a rename; it stays on the service and shows again")
 			failed = append(failed, id)
 		}
@@ -475,10 +479,18 @@ func (s *Staging) dropRemoved(up *upload, id int64) {
 // deleteOrShow deletes service file id, which the staging meant to be gone;
 // one that stays (the deletion failed) is logged and shown again (OnKept).
 func (s *Staging) deleteOrShow(id int64, name, what string) {
-	if err := s.deleteFile(id); err != nil && s.ctx.Err() == nil {
-		s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete " + what + "; it stays on the service and shows again")
-		s.kept([]int64{id})
+	err := s.deleteFile(id)
+	if err == nil || s.ctx.Err() != nil {
+		return
 	}
+	if api.IsOffline(err) {
+		// Journaled, still hidden: made when the service answers again.
+		if jerr := s.DeleteLater(Deletion{ID: id, Path: name, ByID: true}); jerr == nil {
+			return
+		}
+	}
+	s.log.WithError(err).WithFields(logrus.Fields{"path": name, "id": id}).Warn("staging: could not delete " + what + "; it stays on the service and shows again")
+	s.kept([]int64{id})
 }
 
 // fileOf is the service's new file after an upload to t, as far as known.

@@ -455,6 +455,19 @@ func (d *Dirs) pruneLocked() {
 	}
 }
 
+// ListAnew lists folder key anew, whatever the cache holds (a check that
+// must see the service's state: rmdir's emptiness); offline
+// (api.IsOffline), the folder as last listed, when the cache held it.
+func (d *Dirs) ListAnew(ctx context.Context, key place.DirKey) (*Listing, error) {
+	stale, _ := d.Cached(key)
+	d.Drop(key)
+	l, err := d.List(ctx, key)
+	if err != nil && api.IsOffline(err) && stale != nil {
+		return stale, nil
+	}
+	return l, err
+}
+
 // Drop forgets one folder's listing; one on its way is not stored either.
 func (d *Dirs) Drop(key place.DirKey) {
 	d.mu.Lock()

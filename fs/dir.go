@@ -584,12 +584,7 @@ func (n *dirNode) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if len(n.fsys.store.PendingIn(key)) > 0 || n.fsys.local.hasSpecial(key) {
 		return syscall.ENOTEMPTY
 	}
-	stale, _ := n.fsys.store.Dirs.Cached(key)
-	n.fsys.store.Dirs.Drop(key)
-	l, err := n.fsys.store.Dirs.List(ctx, key)
-	if err != nil && api.IsOffline(err) && stale != nil {
-		l, err = stale, nil // offline: empty as last seen, and nothing made here since
-	}
+	l, err := n.fsys.store.Dirs.ListAnew(ctx, key) // offline: as last seen, with nothing made here since
 	if err != nil {
 		return n.fsys.errno(ctx, "listing "+n.Path(nil)+"/"+name, err)
 	}

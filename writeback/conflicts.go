@@ -91,13 +91,7 @@ func (s *Staging) currentAt(ctx context.Context, t place.Target) (api.File, bool
 	if t.ParentID == 0 {
 		req.Query = ""
 	}
-	var l *api.FileList
-	if t.Area.Kind == place.Machine {
-		l = s.client.MachineFiles(ctx, t.Area.MachineID, req)
-	} else {
-		l = s.client.SharedFiles(ctx, req)
-	}
-	for f, err := range l.All() {
+	for f, err := range s.list(ctx, t.Area, req).All() {
 		if err != nil {
 			return api.File{}, false, err
 		}
@@ -106,6 +100,14 @@ func (s *Staging) currentAt(ctx context.Context, t place.Target) (api.File, bool
 		}
 	}
 	return api.File{}, false, nil
+}
+
+// list is the listing req asks for in area.
+func (s *Staging) list(ctx context.Context, area place.Area, req api.ListFilesRequest) *api.FileList {
+	if area.Kind == place.Machine {
+		return s.client.MachineFiles(ctx, area.MachineID, req)
+	}
+	return s.client.SharedFiles(ctx, req)
 }
 
 // knownLocked reports whether service file id is a version this mount wrote

@@ -150,14 +150,7 @@ func (s *Staging) DeletedLater() []int64 {
 
 // holdsAnything reports whether folder k holds an entry on the service.
 func (s *Staging) holdsAnything(ctx context.Context, k place.DirKey) (bool, error) {
-	req := api.ListFilesRequest{ParentID: k.ID}
-	var l *api.FileList
-	if k.Area.Kind == place.Machine {
-		l = s.client.MachineFiles(ctx, k.Area.MachineID, req)
-	} else {
-		l = s.client.SharedFiles(ctx, req)
-	}
-	for _, err := range l.All() {
+	for _, err := range s.list(ctx, k.Area, api.ListFilesRequest{ParentID: k.ID}).All() {
 		return err == nil, err
 	}
 	return false, nil

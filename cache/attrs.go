@@ -336,3 +336,26 @@ func (m *Attrs) recordFile(id int64, n *fileSet) {
 	a := n.Attr
 	m.record(attrRecord{File: id, Attr: &a, Seen: n.Seen, Provisional: n.Provisional})
 }
+
+// MoveFolder follows a folder made offline to the folder the service made
+// for it (writeback/folders.go): what was set on it, and on the files
+// pending in it, is kept under the service's id.
+func (m *Attrs) MoveFolder(from, to place.DirKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a, ok := m.dirs[from]; ok {
+		delete(m.dirs, from)
+		m.record(attrRecord{Dir: &from})
+		m.dirs[to] = a
+		m.record(attrRecord{Dir: &to, Attr: &a})
+	}
+	for t, a := range m.pending {
+		if t.Area == from.Area && t.ParentID == from.ID {
+			delete(m.pending, t)
+			m.record(attrRecord{Pending: &t})
+			moved := place.Target{Area: to.Area, ParentID: to.ID, Name: t.Name}
+			m.pending[moved] = a
+			m.record(attrRecord{Pending: &moved, Attr: &a})
+		}
+	}
+}

@@ -167,8 +167,8 @@ func (d *Dirs) pushLocked(area place.Area, l *Listing, parent aheadItem) {
 	}
 	i := int32(0)
 	for _, f := range l.Files {
-		if !f.IsDir() {
-			continue
+		if !f.IsDir() || f.ID < 0 {
+			continue // a folder made offline is listed from memory (dirs_made.go)
 		}
 		key := place.DirKey{Area: area, ID: f.ID}
 		i++

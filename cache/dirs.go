@@ -132,6 +132,11 @@ type Dirs struct {
 	// their folders (nil: not known, hidden at the start). Guarded by mu.
 	hide   map[int64]*place.DirKey
 	silent bool // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
+	// Folders made offline (dirs_made.go): by folder, those shown in it
+	// until the service has them; and those it has now, provisional id →
+	// the service's. Guarded by mu.
+	made   map[place.DirKey][]api.File
+	madeAs map[int64]int64
 
 	ahead *dirAhead // nil: no read-ahead; its state is guarded by mu (dirahead.go)
 
@@ -163,7 +168,8 @@ func (o dirsOptions) withDefaults() dirsOptions {
 // NewDirs makes a listing cache. ttl 0 caches nothing; now nil is time.Now.
 func NewDirs(client Client, ttl time.Duration, now func() time.Time) *Dirs {
 	o := dirsOptions{client: client, ttl: ttl, now: now}.withDefaults()
-	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, log: logging.OrDiscard(nil), dirs: map[place.DirKey]*Listing{}, hide: map[int64]*place.DirKey{}}
+	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, log: logging.OrDiscard(nil), dirs: map[place.DirKey]*Listing{}, hide: map[int64]*place.DirKey{},
+		made: map[place.DirKey][]api.File{}, madeAs: map[int64]int64{}}
 }
 
 // Stats returns the counters.
@@ -202,6 +208,9 @@ func (d *Dirs) List(ctx context.Context, key place.DirKey) (*Listing, error) {
 func (d *Dirs) Fresh(key place.DirKey) (*Listing, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if key = d.realLocked(key); key.ID < 0 {
+		return d.provisionalLocked(key), true
+	}
 	l, _, fresh := d.cachedLocked(key)
 	return l, fresh
 }
@@ -221,6 +230,10 @@ func (d *Dirs) cachedLocked(key place.DirKey) (l *Listing, ok, fresh bool) {
 
 func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 	d.mu.Lock()
+	if key = d.realLocked(key); key.ID < 0 {
+		defer d.mu.Unlock()
+		return d.provisionalLocked(key), nil // never on the service: never fetched
+	}
 	l, ok, fresh := d.cachedLocked(key)
 	if fresh {
 		d.mu.Unlock()
@@ -289,7 +302,7 @@ func (d *Dirs) fetchListing(ctx context.Context, key place.DirKey, gen uint64) (
 			files = e.f(files)
 		}
 	}
-	l := newListing(d.visibleLocked(files), current, at, d.editSeq)
+	l := newListing(d.withMadeLocked(key, d.visibleLocked(files)), current, at, d.editSeq)
 	if store {
 		d.dirs[key] = l
 		d.pruneLocked()
@@ -449,7 +462,7 @@ func (d *Dirs) pruneLocked() {
 	}
 	d.adds = 0
 	for k, l := range d.dirs {
-		if !d.fresh(l.Fetched) {
+		if !d.fresh(l.Fetched) && k.ID >= 0 {
 			delete(d.dirs, k)
 		}
 	}
@@ -471,6 +484,7 @@ func (d *Dirs) ListAnew(ctx context.Context, key place.DirKey) (*Listing, error)
 // Drop forgets one folder's listing; one on its way is not stored either.
 func (d *Dirs) Drop(key place.DirKey) {
 	d.mu.Lock()
+	key = d.realLocked(key)
 	delete(d.dirs, key)
 	d.logLocked(key, nil)
 	d.mu.Unlock()
@@ -483,6 +497,7 @@ func (d *Dirs) Drop(key place.DirKey) {
 // mount): unlike Drop, nobody is told, since there is nothing to list anew.
 func (d *Dirs) Forget(key place.DirKey) {
 	d.mu.Lock()
+	key = d.realLocked(key)
 	delete(d.dirs, key)
 	d.logLocked(key, nil)
 	d.mu.Unlock()
@@ -537,6 +552,9 @@ func (d *Dirs) Seq() uint64 {
 func (d *Dirs) Cached(key place.DirKey) (*Listing, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if key = d.realLocked(key); key.ID < 0 {
+		return d.provisionalLocked(key), true
+	}
 	l, ok := d.dirs[key]
 	return l, ok
 }
@@ -546,5 +564,6 @@ func (d *Dirs) Cached(key place.DirKey) (*Listing, bool) {
 func (d *Dirs) Seed(key place.DirKey, files []api.File) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	key = d.realLocked(key)
 	d.dirs[key] = newListing(files, nil, d.now(), d.editSeq)
 }

@@ -132,6 +132,9 @@ func without(files []api.File, gone func(api.File) bool) (out, removed []api.Fil
 func (d *Dirs) edit(key place.DirKey, c change, added int) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if key = d.realLocked(key); key.ID < 0 {
+		d.provisionalLocked(key) // edited as any cached listing
+	}
 	d.logLocked(key, func(files []api.File) []api.File {
 		out, _ := c(files)
 		return out

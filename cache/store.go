@@ -43,6 +43,9 @@ type Store struct {
 	// afterUploaded, set by tests before the first upload, runs at the end
 	// of the hook after an upload (uploaded), from the upload's goroutine.
 	afterUploaded func(f api.File)
+	// folderMade, set by the mount before it serves (SetFolderMade), is
+	// told that a folder made offline is on the service now.
+	folderMade func(provisional, made place.DirKey)
 }
 
 // SetLive tells the store which cache files the kernel reads and writes
@@ -132,7 +135,8 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		OnRemade: func(from, to place.Target, under place.DirKey) {
 			s.Attrs.Move(from, to)
 			s.Dirs.Drop(under) // shows the folders made again
-		}})
+		},
+		OnMade: s.made})
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +144,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	// deleted once the new name is up, and listed until then.
 	s.Dirs.HideIDs(s.Staging.Superseded())
 	s.Dirs.HideIDs(s.Staging.DeletedLater()) // deleted offline before a restart
+	s.showMadeLater()                        // folders made offline before a restart
 	s.Staging.Resume()                       // and made now, hidden first
 	s.Attrs.KeepPending(func(t place.Target) bool { return s.Staging.Lookup(t) != nil })
 	if w, ok := opts.Client.(reachWatcher); ok {
@@ -226,11 +231,12 @@ func MetaOf(f api.File) Meta {
 	return Meta{ID: f.ID, Size: f.Size, ModTime: f.LastModified}
 }
 
-// Mkdir is a user's mkdir: it creates folder name in parent (MakeFolder),
-// keeps what was set on it (its mode, owner; nothing when set is zero),
-// and moves parent's times, as a disk does when an entry is made in it.
-func (s *Store) Mkdir(ctx context.Context, parent place.DirKey, name string, set Attr) (api.File, error) {
-	f, err := s.MakeFolder(ctx, parent, name)
+// Mkdir is a user's mkdir: it creates folder name in parent (MakeFolder;
+// path: in the mount), keeps what was set on it (its mode, owner; nothing
+// when set is zero), and moves parent's times, as a disk does when an entry
+// is made in it.
+func (s *Store) Mkdir(ctx context.Context, parent place.DirKey, name, path string, set Attr) (api.File, error) {
+	f, err := s.MakeFolder(ctx, parent, name, path)
 	if err != nil {
 		return api.File{}, err
 	}
@@ -241,11 +247,21 @@ func (s *Store) Mkdir(ctx context.Context, parent place.DirKey, name string, set
 	return f, nil
 }
 
-// MakeFolder creates folder name in parent, as a step of a larger change (a
-// folder rename makes the new folders): no folder's times move (Renamed
-// moves them once the change is done). The new folder is known to be
-// empty: it needs no listing before its first use.
-func (s *Store) MakeFolder(ctx context.Context, parent place.DirKey, name string) (api.File, error) {
+// MakeFolder creates folder name in parent (path: in the mount), as a step
+// of a larger change (a folder rename makes the new folders): no folder's
+// times move (Renamed moves them once the change is done). The new folder
+// is known to be empty: it needs no listing before its first use. Offline
+// (api.IsOffline), or in a folder made offline and not on the service yet,
+// the folder is made later: journaled in the write side
+// (writeback/folders.go) and shown at once, under a provisional id
+// (store_made.go).
+func (s *Store) MakeFolder(ctx context.Context, parent place.DirKey, name, path string) (api.File, error) {
+	if s.Staging != nil {
+		parent = s.Staging.Resolve(parent)
+	}
+	if parent.ID < 0 {
+		return s.makeLater(parent, name, path)
+	}
 	req := api.CreateDirectoryRequest{ParentID: parent.ID, Name: name}
 	if parent.Area.Kind == place.Machine {
 		req.MachineID = parent.Area.MachineID
@@ -255,13 +271,18 @@ func (s *Store) MakeFolder(ctx context.Context, parent place.DirKey, name string
 		d, err = s.Client.CreateDirectory(ctx, req)
 		return err
 	})
+	if err != nil && api.IsOffline(err) && s.Staging != nil && ctx.Err() == nil {
+		return s.makeLater(parent, name, path)
+	}
 	if err != nil {
 		return api.File{}, err
 	}
 	f := api.File{ID: d.ID, Name: name, ObjectType: api.ObjectDirectory, ParentID: parent.ID, LastModified: time.Now(),
 		Details: &api.FileDetails{Type: "file", ContentType: "directory"}}
 	s.Dirs.Put(parent, f)
-	s.Dirs.Seed(place.DirKey{Area: parent.Area, ID: d.ID}, nil)
+	if !d.Recovered { // else another writer's, maybe, with what it holds
+		s.Dirs.Seed(place.DirKey{Area: parent.Area, ID: d.ID}, nil)
+	}
 	return f, nil
 }
 
@@ -300,6 +321,13 @@ func (s *Store) DeleteNowOrLater(ctx context.Context, parent place.DirKey, f api
 // move: it is a step of a larger change (a rename, an undo, the last close
 // of a file unlinked while open), or of Remove.
 func (s *Store) Delete(ctx context.Context, parent place.DirKey, f api.File) error {
+	if f.ID < 0 {
+		var done bool
+		var err error
+		if f, done, err = s.unmake(parent, f); done || err != nil {
+			return err
+		}
+	}
 	if err := s.settled(ctx, func(ctx context.Context) error { return s.Client.DeleteFile(ctx, f.ID) }); err != nil && !api.IsNotFound(err) {
 		return err
 	}

@@ -254,13 +254,13 @@ func (s *Store) Uploads() []writeback.StagedInfo {
 	return s.Staging.Entries()
 }
 
-// Deletions are the deletions made offline that wait for the service,
-// oldest first (none on a read-only mount).
-func (s *Store) Deletions() []writeback.Deletion {
+// Journal is the changes made offline that wait for the service
+// (deletions, folders made), oldest first (none on a read-only mount).
+func (s *Store) Journal() []writeback.Change {
 	if s.Staging == nil {
 		return nil
 	}
-	return s.Staging.Deletions()
+	return s.Staging.Journal()
 }
 
 // Conflicts are the latest conflict copies made (.ctl/conflicts); none on

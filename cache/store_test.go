@@ -41,7 +41,7 @@ func TestStoreKeepsTheCachesInStep(t *testing.T) {
 	}
 	lists := fake.Count("SharedFiles")
 
-	d, err := s.Mkdir(ctx, root, "new", Attr{})
+	d, err := s.Mkdir(ctx, root, "new", "shared/new", Attr{})
 	if err != nil || !d.IsDir() {
 		t.Fatalf("Mkdir: %+v %v", d, err)
 	}

@@ -472,7 +472,8 @@ func (n *dirNode) createStaged(ctx context.Context, name string, set cache.Attr,
 	return st, 0
 }
 
-// Mkdir creates a folder on the service at once.
+// Mkdir creates a folder on the service at once; offline, it is made when
+// the service answers again, and stands meanwhile (cache/store_made.go).
 func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if !n.fsys.writable(n.dirKey().Area) {
 		return nil, syscall.EROFS
@@ -491,7 +492,7 @@ func (n *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse
 		}
 		return nil, syscall.EEXIST
 	}
-	f, err := n.fsys.store.Mkdir(ctx, n.dirKey(), name, n.fsys.newAttr(ctx, mode, n.fsys.DirMode()))
+	f, err := n.fsys.store.Mkdir(ctx, n.dirKey(), name, n.Path(nil)+"/"+name, n.fsys.newAttr(ctx, mode, n.fsys.DirMode()))
 	if err != nil {
 		return nil, n.fsys.errno(ctx, "creating folder "+n.Path(nil)+"/"+name, err)
 	}

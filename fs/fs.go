@@ -89,6 +89,7 @@ func New(deps Deps, opts Options) *FS {
 	f := &FS{store: deps.Store, log: deps.Log, opts: opts, start: time.Now(), inos: inos, pendingInos: pending}
 	f.pt.chosen, f.pt.live, f.pt.writers = make(map[<-chan struct{}]int32), make(map[fileKey]int), make(map[*stagedHandle]struct{})
 	deps.Store.SetLive(f.liveFile)
+	deps.Store.SetFolderMade(f.folderMade)
 	f.watchDirs()
 	return f
 }

@@ -169,6 +169,19 @@ func (n *dirNode) setKey(key place.DirKey) {
 	n.fsys.dirNodes.Store(key, n)
 }
 
+// folderMade is the store's hook (cache.Store.SetFolderMade): a folder
+// made offline is on the service now, as made. Its node stands for the
+// folder made, with its inode number.
+func (f *FS) folderMade(provisional, made place.DirKey) {
+	v, ok := f.dirNodes.Load(provisional)
+	if !ok {
+		return // the kernel forgot it: a lookup makes it anew
+	}
+	n := v.(*dirNode)
+	f.inos.Add(made.ID, n.StableAttr().Ino)
+	n.setKey(made)
+}
+
 // OnForget takes the folder out of f.dirNodes: the kernel forgot it.
 func (n *dirNode) OnForget() { n.fsys.dirNodes.CompareAndDelete(n.dirKey(), n) }
 

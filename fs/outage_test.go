@@ -280,7 +280,7 @@ func TestOfflineAnswersFromWhatIsKnown(t *testing.T) {
 		}, false},
 		{"cat of a file not cached", func() error { _, err := os.ReadFile(e.Path("shared", "cold.txt")); return err }, true},
 		{"ls of a folder never listed", func() error { _, err := os.ReadDir(e.Path("shared", "never-listed")); return err }, true},
-		{"mkdir", func() error { return os.Mkdir(e.Path("shared", "docs", "new"), 0o755) }, true},
+		{"mkdir", func() error { return os.Mkdir(e.Path("shared", "docs", "new"), 0o755) }, false},
 		{"fsync", func() error {
 			f, err := os.OpenFile(e.Path("shared", "docs", "offline.txt"), os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
@@ -366,7 +366,7 @@ func TestOfflineDeletionsAreMadeAtTheReturn(t *testing.T) {
 		t.Fatalf("ls offline after the removals: %v", names)
 	}
 	e.put(0, theirs, "new.txt", []byte("another desk's\n")) // server-side: the outage does not stop it
-	if n := e.Store.Staging.Stats().Deletions; n != 4 {
+	if n := e.Store.Staging.Stats().Journaled; n != 4 {
 		t.Fatalf("%d deletions journaled, want 4", n)
 	}
 
@@ -374,7 +374,7 @@ func TestOfflineDeletionsAreMadeAtTheReturn(t *testing.T) {
 	e.Unmount(nil)
 	e.Emu.SetOutage(emulator.OutageNone)
 	e.Mount()
-	testkit.WaitFor(t, 10*time.Second, "the journal made at the start", func() bool { return e.Store.Staging.Stats().Deletions == 0 })
+	testkit.WaitFor(t, 10*time.Second, "the journal made at the start", func() bool { return e.Store.Staging.Stats().Journaled == 0 })
 	for name, want := range map[string]bool{"gone.txt": false, "mine.txt": false, "empty": false, "theirs": true, "theirs/new.txt": true} {
 		if _, ok := e.serviceFile(name); ok != want {
 			t.Errorf("shared/%s on the service after the return: %v, want %v", name, ok, want)
@@ -385,4 +385,166 @@ func TestOfflineDeletionsAreMadeAtTheReturn(t *testing.T) {
 		names, err := os.ReadDir(e.Path("shared"))
 		return err == nil && slices.ContainsFunc(names, func(d os.DirEntry) bool { return d.Name() == "theirs" })
 	})
+}
+
+// Offline, a folder whose only file was renamed out of it, then the folder
+// removed, goes at the return, though its deletion is made before the
+// file's copy is up (the journal first, then the uploads): the file is the
+// staging's to delete, and its copy is staged.
+func TestOfflineRmdirOfAFolderAFileLeft(t *testing.T) {
+	const dirTTL = 500 * time.Millisecond
+	e := newEnv(t, envOptions{DirTTL: dirTTL, IOTimeout: 10 * time.Second})
+	data := []byte("renamed out, then its folder removed\n")
+	e.put(0, e.mkdir(0, e.root(0), "moved-out"), "m.txt", data)
+	fstest.ListNames(t, e.Path("shared"))
+	if b, err := os.ReadFile(e.Path("shared", "moved-out", "m.txt")); err != nil || !bytes.Equal(b, data) { // cached: renamed offline
+		t.Fatal(b, err)
+	}
+	e.Emu.SetOutage(emulator.OutageRefuse)
+	t.Cleanup(func() { e.Emu.SetOutage(emulator.OutageNone) })
+	time.Sleep(2 * dirTTL)
+	if err := os.Rename(e.Path("shared", "moved-out", "m.txt"), e.Path("shared", "m.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(e.Path("shared", "moved-out")); err != nil {
+		t.Fatal(err)
+	}
+	e.Emu.SetOutage(emulator.OutageNone)
+	e.Store.Staging.Resume()
+	testkit.WaitFor(t, 10*time.Second, "the journal made", func() bool { return len(e.Store.Journal()) == 0 })
+	e.settle()
+	if got := e.serviceBytes("m.txt"); !bytes.Equal(got, data) {
+		t.Errorf("the file renamed out: %q on the service", got)
+	}
+	if _, ok := e.serviceFile("moved-out"); ok {
+		t.Error("the folder removed offline is still on the service")
+	}
+}
+
+// Offline, mkdir (and mkdir -p) is taken at once: the folder stands under
+// a provisional id, files are written in it, it is renamed and removed as
+// any folder, chmod sticks; its making is journaled, across a restart. At
+// the service's return the folders are made in order, each file goes into
+// its folder, and the mount's nodes stand for the folders made, with their
+// inode numbers. A folder of the same name another desk made meanwhile is
+// taken, with what it holds.
+func TestOfflineMkdirIsMadeAtTheReturn(t *testing.T) {
+	const dirTTL = 500 * time.Millisecond
+	e := newEnv(t, envOptions{DirTTL: dirTTL, IOTimeout: 10 * time.Second})
+	docs := e.mkdir(0, e.root(0), "docs")
+	e.mkdir(0, docs, "listed-empty")
+	fstest.ListNames(t, e.Path("shared"))
+	fstest.ListNames(t, e.Path("shared", "docs"))
+	fstest.ListNames(t, e.Path("shared", "docs", "listed-empty"))
+	sh := func(p ...string) string { return e.Path(append([]string{"shared"}, p...)...) }
+
+	e.Emu.SetOutage(emulator.OutageRefuse)
+	t.Cleanup(func() { e.Emu.SetOutage(emulator.OutageNone) })
+	time.Sleep(2 * dirTTL) // every listing expired
+	for _, c := range []struct {
+		name string
+		op   func() error
+	}{
+		{"mkdir", func() error { return os.Mkdir(sh("docs", "new"), 0o755) }},
+		{"mkdir -p", func() error { return os.MkdirAll(sh("docs", "new", "a", "b"), 0o755) }},
+		{"write in a folder made offline", func() error { return os.WriteFile(sh("docs", "new", "one.txt"), []byte("one\n"), 0o644) }},
+		{"write two folders down", func() error { return os.WriteFile(sh("docs", "new", "a", "b", "deep.txt"), []byte("deep\n"), 0o644) }},
+		{"chmod of a folder made offline", func() error { return os.Chmod(sh("docs", "new"), 0o750) }},
+		{"mkdir of a file manager's new folder", func() error { return os.Mkdir(sh("docs", "Untitled Folder"), 0o755) }},
+		{"write in it", func() error { return os.WriteFile(sh("docs", "Untitled Folder", "x.txt"), []byte("x\n"), 0o644) }},
+		{"rename of a folder made offline, with its file", func() error { return os.Rename(sh("docs", "Untitled Folder"), sh("docs", "named")) }},
+		{"mkdir then rmdir", func() error {
+			if err := os.Mkdir(sh("docs", "tmp"), 0o755); err != nil {
+				return err
+			}
+			return os.Remove(sh("docs", "tmp"))
+		}},
+		{"mkdir of an empty folder", func() error { return os.Mkdir(sh("empty"), 0o755) }},
+		{"rename of a folder listed empty", func() error { return os.Rename(sh("docs", "listed-empty"), sh("docs", "renamed-empty")) }},
+	} {
+		start := time.Now()
+		err := c.op()
+		took := time.Since(start)
+		t.Logf("%s offline: %v", c.name, took.Round(time.Microsecond))
+		if err != nil || took > time.Second {
+			t.Fatalf("%s offline: %v after %v, want done at once", c.name, err, took)
+		}
+	}
+	if got := fstest.ListNames(t, sh("docs")); !slices.Equal(got, []string{"named", "new", "renamed-empty"}) {
+		t.Fatalf("ls docs offline: %v", got)
+	}
+	if got := fstest.ListNames(t, sh("docs", "named")); !slices.Equal(got, []string{"x.txt"}) {
+		t.Fatalf("ls docs/named offline: %v", got)
+	}
+	before, err := os.Stat(sh("docs", "new"))
+	if err != nil || before.Mode().Perm() != 0o750 || !before.IsDir() {
+		t.Fatalf("stat docs/new offline: %v, %v", before, err)
+	}
+	ino := before.Sys().(*syscall.Stat_t).Ino
+	if n := len(e.Store.Journal()); n != 7 { // new, a, b, named, empty; renamed-empty, and listed-empty's deletion
+		t.Fatalf("%d changes journaled, want 7: %+v", n, e.Store.Journal())
+	}
+	theirs := e.mkdir(0, docs, "new") // another desk, meanwhile
+	e.put(0, theirs, "theirs.txt", []byte("another desk's\n"))
+
+	e.Emu.SetOutage(emulator.OutageNone)
+	e.Store.Staging.Resume() // as the probe does when it finds the service back
+	testkit.WaitFor(t, 10*time.Second, "the folders made", func() bool { return len(e.Store.Journal()) == 0 })
+	e.settle()
+	for path, want := range map[string]string{"docs/new/one.txt": "one\n", "docs/new/a/b/deep.txt": "deep\n", "docs/named/x.txt": "x\n", "docs/new/theirs.txt": "another desk's\n"} {
+		if got := e.serviceBytes(path); string(got) != want {
+			t.Errorf("shared/%s on the service: %q, want %q", path, got, want)
+		}
+	}
+	if f, ok := e.serviceFile("docs/new"); !ok || f.ID != theirs {
+		t.Errorf("docs/new on the service: %+v, want the other desk's folder %d", f, theirs)
+	}
+	for path, want := range map[string]bool{"empty": true, "docs/tmp": false, "docs/Untitled Folder": false, "docs/listed-empty": false, "docs/renamed-empty": true} {
+		if _, ok := e.serviceFile(path); ok != want {
+			t.Errorf("shared/%s on the service: %v, want %v", path, ok, want)
+		}
+	}
+	after, err := os.Stat(sh("docs", "new"))
+	if err != nil || after.Sys().(*syscall.Stat_t).Ino != ino || after.Mode().Perm() != 0o750 {
+		t.Errorf("stat docs/new once made: %v, %v; want inode %d and mode 0750", after, err, ino)
+	}
+	if got := fstest.ListNames(t, sh("docs", "new")); !slices.Equal(got, []string{"a", "one.txt", "theirs.txt"}) {
+		t.Errorf("ls docs/new once made: %v", got)
+	}
+	if err := os.WriteFile(sh("docs", "new", "a", "later.txt"), []byte("later\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if got := e.serviceBytes("docs/new/a/later.txt"); string(got) != "later\n" {
+		t.Errorf("a file written in a folder made offline, once made: %q", got)
+	}
+
+	// Across a restart offline: the journal and the files staged in the
+	// folders made are on disk, and made at the return.
+	e.Emu.SetOutage(emulator.OutageRefuse)
+	time.Sleep(2 * dirTTL)
+	fstest.ListNames(t, sh("docs")) // as last listed
+	if err := os.MkdirAll(sh("docs", "trip", "day1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sh("docs", "trip", "day1", "notes.txt"), []byte("notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if left := e.UnmountLeaving(nil); left == nil {
+		t.Fatal("the drain offline says nothing is left, with a file staged in a folder made offline")
+	}
+	e.Mount()
+	if n := len(e.Store.Journal()); n != 2 {
+		t.Fatalf("%d changes journaled after a restart, want 2: %+v", n, e.Store.Journal())
+	}
+	e.Emu.SetOutage(emulator.OutageNone)
+	e.Store.Staging.Resume()
+	testkit.WaitFor(t, 10*time.Second, "the folders made after the restart", func() bool { return len(e.Store.Journal()) == 0 })
+	e.settle()
+	if got := e.serviceBytes("docs/trip/day1/notes.txt"); string(got) != "notes\n" {
+		t.Errorf("a file written in folders made offline before a restart: %q", got)
+	}
+	if got := fstest.ListNames(t, sh("docs", "trip", "day1")); !slices.Equal(got, []string{"notes.txt"}) {
+		t.Errorf("ls docs/trip/day1 after the return: %v", got)
+	}
 }

@@ -21,10 +21,15 @@ import (
 func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	fsys := r.src.fsys
 	src, dst := r.src.dirKey(), r.dst.dirKey()
-	key := place.DirKey{Area: src.Area, ID: r.old.ID}
 	if src.Area != dst.Area {
 		return syscall.EXDEV
 	}
+	if r.old.ID < 0 {
+		if done, errno := r.madeFolder(ctx); done || errno != 0 {
+			return errno
+		}
+	}
+	key := place.DirKey{Area: src.Area, ID: r.old.ID}
 	var plan *treePlan
 	if errno := r.src.emptyForRename(ctx, key); errno == syscall.EXDEV {
 		if plan, errno = r.planTree(ctx, key); errno != 0 {
@@ -37,7 +42,7 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 	if errno := r.replaceFolder(ctx); errno != 0 {
 		return errno
 	}
-	made, err := fsys.store.MakeFolder(ctx, dst, r.newName)
+	made, err := fsys.store.MakeFolder(ctx, dst, r.newName, r.dst.Path(nil)+"/"+r.newName)
 	if err != nil {
 		return fsys.errno(ctx, "making folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
@@ -45,7 +50,8 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 		return r.tree(copyCtx, ctx, plan, made)
 	}
 	set := fsys.store.DirAttr(key) // forgotten with the old folder
-	if err := fsys.store.Delete(ctx, src, r.old); err != nil {
+	// Offline, its deletion is journaled (the new one made later).
+	if err := fsys.store.DeleteNowOrLater(ctx, src, r.old, r.src.Path(nil)+"/"+r.name); err != nil {
 		uctx, cancel := fsys.bound(context.WithoutCancel(ctx)) // ctx may be what ended it
 		defer cancel()
 		if !r.oldGone(uctx) {
@@ -73,6 +79,23 @@ func (r *renaming) folder(copyCtx, ctx context.Context) syscall.Errno {
 		}
 	}
 	return 0
+}
+
+// madeFolder renames r.old, a folder made offline (cache/store_made.go):
+// done when the service does not have it yet, and what it will make is
+// renamed; its node keeps its key. Else r.old becomes the folder the
+// service made meanwhile, renamed as any.
+func (r *renaming) madeFolder(ctx context.Context) (done bool, _ syscall.Errno) {
+	fsys := r.src.fsys
+	if errno := r.replaceFolder(ctx); errno != 0 {
+		return false, errno
+	}
+	f, moved, err := fsys.store.MoveMade(r.src.dirKey(), r.old, r.dst.dirKey(), r.newName, r.dst.Path(nil)+"/"+r.newName)
+	if err != nil {
+		return false, fsys.errno(ctx, "renaming folder "+r.src.Path(nil)+"/"+r.name, err)
+	}
+	r.old = f
+	return moved, 0
 }
 
 // oldGone reports whether the service no longer lists r.old, whose delete
@@ -158,8 +181,7 @@ func (n *dirNode) emptyForRename(ctx context.Context, key place.DirKey) syscall.
 	if len(n.fsys.store.PendingIn(key)) > 0 {
 		return syscall.EXDEV
 	}
-	n.fsys.store.Dirs.Drop(key)
-	l, err := n.fsys.store.Dirs.List(ctx, key)
+	l, err := n.fsys.store.Dirs.ListAnew(ctx, key) // offline: as last seen
 	if err != nil {
 		return n.fsys.errno(ctx, "listing a folder to rename in "+n.Path(nil), err)
 	}

@@ -128,7 +128,7 @@ func (r *renaming) tree(copyCtx, ctx context.Context, p *treePlan, made api.File
 		r.undoFolder(uctx, made, ours)
 	}
 	for _, f := range p.folders {
-		d, err := fsys.store.MakeFolder(ctx, newKeys[f.parent], f.name)
+		d, err := fsys.store.MakeFolder(ctx, newKeys[f.parent], f.name, "")
 		if err != nil {
 			undo()
 			return fsys.errno(ctx, "making folder "+f.name+" of a folder renamed", err)

@@ -26,13 +26,13 @@ type StagingStats struct {
 	Bytes       int64 // bytes of the files uploaded since the start
 	StagedBytes int64 // local bytes of every staged file
 	Conflicts   int64 // files that went up as conflict copies since the start (conflicts.go)
-	Deletions   int   // deletions made offline, waiting for the service (deletes.go)
+	Journaled   int   // changes made offline (deletions, folders), waiting for the service (journal.go)
 }
 
 // Stats returns the counters.
 func (s *Staging) Stats() StagingStats {
 	s.mu.Lock()
-	out := StagingStats{Uploaded: s.uploaded, Bytes: s.bytesUp, Conflicts: s.nConflicts, Deletions: len(s.deletes)}
+	out := StagingStats{Uploaded: s.uploaded, Bytes: s.bytesUp, Conflicts: s.nConflicts, Journaled: len(s.journal)}
 	all := s.sortedLocked()
 	for _, st := range all {
 		switch st.state {
@@ -79,7 +79,7 @@ func (s *Staging) FlushAll(ctx context.Context, paths []string) (int, error) {
 	}
 	wg.Wait()
 	if len(paths) == 0 {
-		errs = append(errs, s.waitDeletes(ctx)) // orgfs sync waits for what was deleted offline too
+		errs = append(errs, s.waitJournal(ctx)) // orgfs sync waits for what was deleted or made offline too
 	}
 	return len(sel), errors.Join(errs...)
 }
@@ -155,7 +155,7 @@ func (s *Staging) Retry() {
 	}
 }
 
-// Resume makes the deletions journaled offline (deletes.go), then sends at
+// Resume makes the changes journaled offline (journal.go), then sends at
 // once every upload waiting to be tried again: the service answers again
 // after an outage (or the mount starts), and what was changed offline goes
 // up as soon as it is back, not after its backoff.
@@ -166,8 +166,8 @@ func (s *Staging) Resume() {
 		return
 	}
 	s.resumes++ // an attempt failing offline now goes again at once
-	if len(s.deletes) > 0 {
-		s.startDeletesLocked() // then the uploads
+	if len(s.journal) > 0 {
+		s.startJournalLocked() // then the uploads
 		return
 	}
 	s.resumeUploadsLocked()

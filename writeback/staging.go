@@ -90,6 +90,11 @@ type StagingOptions struct {
 	// which the first of them was made (or to's folder), whose listing is
 	// out of date. No lock is held.
 	OnRemade func(from, to place.Target, under place.DirKey)
+	// OnMade, when set, is called after a folder made offline was made on
+	// the service (folders.go): provisional stands for made from now on,
+	// in parent; merged: the service held a folder of its name already
+	// (made meanwhile by another writer), which is taken. No lock is held.
+	OnMade func(parent, provisional place.DirKey, made api.File, merged bool)
 }
 
 func (o StagingOptions) withDefaults() StagingOptions {
@@ -122,6 +127,7 @@ type Staging struct {
 	onSuperseded func(place.Target, int64)
 	onKept       func([]int64)
 	onRemade     func(from, to place.Target, under place.DirKey)
+	onMade       func(parent, provisional place.DirKey, made api.File, merged bool)
 	// constants
 	desk                   string
 	dir                    string
@@ -149,9 +155,12 @@ type Staging struct {
 	uploaded   int64                    // guarded by mu
 	bytesUp    int64                    // guarded by mu
 	resumes    int                      // guarded by mu; Resume calls (the service back after an outage)
-	deletes    []Deletion               // guarded by mu; deletions made offline, in order (deletes.go)
-	applying   bool                     // guarded by mu; applyDeletes runs
-	applyAgain bool                     // guarded by mu; applyDeletes runs once more when it ends (a Resume or a new entry meanwhile)
+	journal    []Change                 // guarded by mu; changes made offline, in order (journal.go)
+	applying   bool                     // guarded by mu; applyJournal runs
+	applyAgain bool                     // guarded by mu; applyJournal runs once more when it ends (a Resume or a new entry meanwhile)
+	nextFolder int64                    // guarded by mu; the provisional id of the next folder made offline (folders.go)
+	madeAs     map[int64]int64          // guarded by mu; folders made offline, then on the service: provisional id → the service's
+	making     int64                    // guarded by mu; the provisional id of the folder applyJournal is making (0: none)
 	// Many writers (conflicts.go).
 	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded, or deleted as replaced, lately; safe for concurrent use
 	sent       stamp                       // when an upload last sent a byte (LastSent)
@@ -178,13 +187,13 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Staging{
-		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onLanded: opts.OnLanded, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, onRemade: opts.OnRemade, desk: opts.Desk,
+		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onLanded: opts.OnLanded, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, onRemade: opts.OnRemade, onMade: opts.OnMade, desk: opts.Desk,
 		dir: opts.Dir, writeBack: opts.WriteBack, transfers: opts.Transfers, parallel: opts.Parallel,
 		parts:      semaphore.NewWeighted(int64(opts.Parts)),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 		ctx: ctx, cancel: cancel,
 		entries: map[int64]*Staged{}, byTarget: map[place.Target]*Staged{}, orphans: map[*Staged]struct{}{},
-		busy: map[place.Target]int{}, next: 1, changed: make(chan struct{}),
+		busy: map[place.Target]int{}, next: 1, changed: make(chan struct{}), madeAs: map[int64]int64{},
 	}
 	s.cond = sync.NewCond(&s.mu)
 	var err error
@@ -196,7 +205,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 		cancel()
 		return nil, err
 	}
-	if err := s.loadDeletes(); err != nil {
+	if err := s.loadJournal(); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -204,8 +213,8 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 		s.wg.Add(1)
 		go s.worker()
 	}
-	// The deletions a run before journaled wait for Resume: the caller
-	// hides them from its listings first (DeletedLater).
+	// The changes a run before journaled wait for Resume: the caller
+	// hides the deletions from its listings first (DeletedLater).
 	return s, nil
 }
 
@@ -329,6 +338,7 @@ func (s *Staging) stageNew(t place.Target, replaces int64, open func(path string
 // its record is written, it replaces what was staged there, and it waits
 // for its writers (the caller's one) to close. Called with mu held.
 func (s *Staging) publishLocked(seq int64, f *os.File, t place.Target, replaces int64, writers int, path string) (*Staged, error) {
+	t = s.realTargetLocked(t)
 	st := s.newStaged(seq, f, t, replaces)
 	st.writers, st.path = writers, path
 	if other := s.byTarget[t]; other != nil {
@@ -357,7 +367,7 @@ func (s *Staging) publishLocked(seq int64, f *os.File, t place.Target, replaces 
 func (s *Staging) Lookup(t place.Target) *Staged {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.byTarget[t]
+	return s.byTarget[s.realTargetLocked(t)]
 }
 
 // Acquire is Lookup followed by OpenWriter (write) or OpenReader, under one
@@ -365,7 +375,7 @@ func (s *Staging) Lookup(t place.Target) *Staged {
 // file with it; nil when nothing is staged at t.
 func (s *Staging) Acquire(t place.Target, write bool) *Staged {
 	s.mu.Lock()
-	st := s.byTarget[t]
+	st := s.byTarget[s.realTargetLocked(t)]
 	s.mu.Unlock()
 	if st == nil {
 		return nil
@@ -385,6 +395,7 @@ func (s *Staging) Acquire(t place.Target, write bool) *Staged {
 func (s *Staging) Pending(area place.Area, parentID int64) []*Staged {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	parentID = s.realLocked(place.DirKey{Area: area, ID: parentID}).ID
 	var out []*Staged
 	for t, st := range s.byTarget {
 		if t.Area == area && t.ParentID == parentID {
@@ -418,6 +429,7 @@ func (s *Staging) RenameAt(st *Staged, to place.Target, replaces int64, path str
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	to = s.realTargetLocked(to)
 	if s.closed {
 		return errors.New("staging: closed")
 	}
@@ -606,10 +618,18 @@ func (s *Staging) Flush(ctx context.Context, st *Staged) error {
 	}
 }
 
+// waitsForServiceLocked reports whether st was tried and waits for the
+// service to answer again (offline), or for its folder made offline: a
+// drain does not wait for it; it stays staged for the next start.
+func waitsForServiceLocked(st *Staged) bool {
+	return st.state == stRetrying && st.lastErr != nil && (api.IsOffline(st.lastErr) || errors.Is(st.lastErr, errFolderWaits))
+}
+
 // Drain starts every waiting upload now (skipping the write-back delay, and
 // uploading files still open as they are) and waits until no upload is
-// pending or ctx ends. What is left (failed, or still pending when ctx ended)
-// stays staged for the next start and is logged. It returns nil when nothing
+// pending or ctx ends; one that waits for the service (offline), tried
+// once, is not waited for. What is left (failed, offline, or still pending
+// when ctx ended) stays staged for the next start and is logged. It returns nil when nothing
 // is left.
 func (s *Staging) Drain(ctx context.Context) error {
 	s.mu.Lock()
@@ -627,7 +647,7 @@ func (s *Staging) Drain(ctx context.Context) error {
 	for {
 		busy := 0
 		for _, st := range s.entries {
-			if st.state != stFailed && st.state != stUploaded {
+			if st.state != stFailed && st.state != stUploaded && !waitsForServiceLocked(st) {
 				busy++
 			}
 		}

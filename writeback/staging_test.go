@@ -1031,10 +1031,73 @@ func TestStagingSupersededDeletionOfflineIsJournaled(t *testing.T) {
 	if err := s.Flush(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, 5*time.Second, "the deletion journaled", func() bool { return len(s.Deletions()) == 1 })
-	if d := s.Deletions()[0]; d.ID != old || !d.ByID || !e.fake.Has(old) {
+	testkit.WaitFor(t, 5*time.Second, "the deletion journaled", func() bool { return len(s.Journal()) == 1 })
+	if d := s.Journal()[0]; d.ID != old || !d.ByID || !e.fake.Has(old) {
 		t.Fatalf("journaled %+v; the service has it: %v", d, e.fake.Has(old))
 	}
 	s.Resume()
-	testkit.WaitFor(t, 5*time.Second, "the journaled deletion made", func() bool { return len(s.Deletions()) == 0 && !e.fake.Has(old) })
+	testkit.WaitFor(t, 5*time.Second, "the journaled deletion made", func() bool { return len(s.Journal()) == 0 && !e.fake.Has(old) })
+}
+
+// Folders made offline are made in order at the service's return, one
+// moved into another made after it too (after that one), and the files
+// staged in them go into the folders made; one removed before is never
+// made. The journal and the provisional ids last across a restart.
+func TestStagingFoldersMadeOffline(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Hour})
+	off := &api.OfflineError{Since: time.Now(), Reason: "connection refused"}
+	e.fake.FailNext("CreateDirectory", off, off, off, off, off, off)
+	root := place.DirKey{Area: place.Area{Kind: place.Shared}}
+	outer, err := s.MakeLater(root, "outer", "shared/outer")
+	if err != nil || outer >= 0 {
+		t.Fatalf("MakeLater: %d, %v; want a provisional id below zero", outer, err)
+	}
+	inner, _ := s.MakeLater(root, "inner", "shared/inner")
+	gone, _ := s.MakeLater(root, "gone", "shared/gone")
+	if inner >= outer || gone >= inner {
+		t.Fatalf("provisional ids %d %d %d: want each below the one before", outer, inner, gone)
+	}
+	st := e.create(s, place.Target{Area: root.Area, ParentID: outer, Name: "f.txt"}, 0, []byte("in a folder made offline"))
+	st.SetPath("shared/outer/f.txt")
+	if _, err := s.MoveMade(place.DirKey{Area: root.Area, ID: outer}, place.DirKey{Area: root.Area, ID: inner}, "outer", "shared/inner/outer"); err != nil {
+		t.Fatal(err)
+	}
+	if made, err := s.Unmake(place.DirKey{Area: root.Area, ID: gone}); err != nil || made.ID != gone {
+		t.Fatalf("Unmake: %v, %v", made, err)
+	}
+	if got := s.Entries()[0].Path; got != "shared/inner/outer/f.txt" {
+		t.Errorf("the staged file's path after its folder moved: %q", got)
+	}
+	// A restart: the journal is read back, and new ids go below the old.
+	s.Close()
+	s = e.open(StagingOptions{WriteBack: time.Hour})
+	j := s.Journal() // in either order: a try before the restart may have put outer after inner
+	if i := slices.IndexFunc(j, func(c Change) bool { return c.ID == outer }); len(j) != 2 || i < 0 || j[i].Parent.ID != inner || j[1-i].ID != inner {
+		t.Fatalf("the journal after a restart: %+v", j)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the folders made", func() bool {
+		s.Resume()
+		return len(s.Journal()) == 0
+	})
+	in, ok := e.list(root.Area, 0)["inner"]
+	if !ok || !in.IsDir() {
+		t.Fatalf("inner on the service: %+v, %v", in, ok)
+	}
+	out, ok := e.list(root.Area, in.ID)["outer"]
+	if !ok || !out.IsDir() {
+		t.Fatalf("inner/outer on the service: %+v, %v", out, ok)
+	}
+	if _, ok := e.list(root.Area, 0)["gone"]; ok {
+		t.Error("a folder removed before the service had it was made")
+	}
+	if r := s.Resolve(place.DirKey{Area: root.Area, ID: outer}); r.ID != out.ID {
+		t.Errorf("Resolve(outer) = %d, want %d", r.ID, out.ID)
+	}
+	// Staged before the restart, it was queued at the start and waited for its folder.
+	testkit.WaitFor(t, 10*time.Second, "the file in the folder made", func() bool {
+		_, ok := e.list(root.Area, out.ID)["f.txt"]
+		return ok
+	})
+	e.want(place.Target{Area: root.Area, ParentID: out.ID, Name: "f.txt"}, []byte("in a folder made offline"))
 }

@@ -60,6 +60,13 @@ func (s *Staging) worker() {
 			s.cond.Wait()
 			continue
 		}
+		if !s.readyLocked(st) {
+			// Its folder, made offline, is not on the service yet: it
+			// goes once the journal made it (startJournalLocked).
+			st.state, st.lastErr = stRetrying, errFolderWaits
+			s.notifyLocked() // a drain does not wait for it
+			continue
+		}
 		ctx, cancel := context.WithCancel(s.ctx)
 		up := &upload{st: st, target: st.target, name: st.nameLocked(), gen: st.gen, overwrite: st.replaces != 0 || st.overwrite, ctx: ctx,
 			replaces: st.replaces, check: st.replaces != 0 || st.recheck, resumes: s.resumes}
@@ -419,7 +426,7 @@ func (s *Staging) deleteReplaced(name string, ids []int64) (deleted, failed []in
 			if s.ctx.Err() != nil {
 				continue // Close: deleted after the upload at the next start
 			}
-			if api.IsOffline(err) && s.DeleteLater(Deletion{ID: id, Path: name, ByID: true}) == nil {
+			if api.IsOffline(err) && s.DeleteLater(Change{ID: id, Path: name, ByID: true}) == nil {
 				deleted = append(deleted, id) // journaled, still hidden: made when the service is back
 				continue
 			}
@@ -485,7 +492,7 @@ func (s *Staging) deleteOrShow(id int64, name, what string) {
 	}
 	if api.IsOffline(err) {
 		// Journaled, still hidden: made when the service answers again.
-		if jerr := s.DeleteLater(Deletion{ID: id, Path: name, ByID: true}); jerr == nil {
+		if jerr := s.DeleteLater(Change{ID: id, Path: name, ByID: true}); jerr == nil {
 			return
 		}
 	}

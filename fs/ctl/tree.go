@@ -258,7 +258,7 @@ func (t *Tree) Stats() *Stats {
 		s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed = ss.Pending, ss.Uploading, ss.Failed
 		s.Uploads.Uploaded, s.Uploads.Bytes, s.Uploads.StagedBytes = ss.Uploaded, ss.Bytes, ss.StagedBytes
 		s.Uploads.Conflicts = ss.Conflicts
-		s.Service.ChangesWaiting = ss.Pending + ss.Uploading + ss.Deletions
+		s.Service.ChangesWaiting = ss.Pending + ss.Uploading + ss.Journaled
 	}
 	return &s
 }

@@ -18,20 +18,35 @@ import (
 	"github.com/orgfs/orgfs/writeback"
 )
 
-// DeleteState is the state .ctl/uploads gives a deletion made offline,
-// waiting for the service.
-const DeleteState = "delete"
+// The states .ctl/uploads gives the changes made offline that wait for
+// the service: a deletion, a folder made.
+const (
+	DeleteState = "delete"
+	MkdirState  = "mkdir"
+)
+
+// Journaled reports whether state is one of a change made offline
+// (DeleteState, MkdirState): no bytes to upload.
+func Journaled(state string) bool { return state == DeleteState || state == MkdirState }
+
+// journalState is the state .ctl/uploads gives c.
+func journalState(c writeback.Change) string {
+	if c.Op == writeback.OpMkdir {
+		return MkdirState
+	}
+	return DeleteState
+}
 
 // uploadsRead is .ctl/uploads: one line per staged file, then one per
-// deletion made offline that waits for the service.
+// change made offline that waits for the service.
 func (t *Tree) uploadsRead(context.Context) ([]byte, error) {
 	var b bytes.Buffer
 	for _, e := range t.store.Uploads() {
 		b.WriteString(e.String())
 		b.WriteByte('\n')
 	}
-	for _, d := range t.store.Deletions() {
-		fmt.Fprintf(&b, "%s %s (made offline; waits for the service)\n", DeleteState, d.Path)
+	for _, c := range t.store.Journal() {
+		fmt.Fprintf(&b, "%s %s (made offline; waits for the service)\n", journalState(c), c.Path)
 	}
 	return b.Bytes(), nil
 }
@@ -46,8 +61,8 @@ func (t *Tree) uploadsJSON(context.Context) ([]Upload, error) {
 		}
 		out = append(out, Upload{Path: p, State: e.State, Size: e.Size, Done: e.Done, Total: e.Total, Attempts: e.Attempts, Error: e.Err})
 	}
-	for _, d := range t.store.Deletions() {
-		out = append(out, Upload{Path: d.Path, State: DeleteState, Size: d.Size})
+	for _, c := range t.store.Journal() {
+		out = append(out, Upload{Path: c.Path, State: journalState(c), Size: c.Size})
 	}
 	return out, nil
 }

@@ -146,7 +146,7 @@ func printQueue(w io.Writer, ups []ctl.Upload) {
 		if u.State == "uploaded" {
 			continue
 		}
-		if u.State == ctl.DeleteState {
+		if ctl.Journaled(u.State) {
 			fmt.Fprintf(w, "  %-9s %s (made offline; waits for the service)\n", u.State, u.Path)
 			continue
 		}
@@ -194,8 +194,8 @@ func showQueue(ctx context.Context, w io.Writer, mnt string, untilEmpty bool) er
 			}
 			return err
 		}
-		// Deletions made offline have no bytes to show: orgfs status lists them.
-		ups = slices.DeleteFunc(ups, func(u ctl.Upload) bool { return u.State == ctl.DeleteState })
+		// Changes made offline have no bytes to show: orgfs status lists them.
+		ups = slices.DeleteFunc(ups, func(u ctl.Upload) bool { return ctl.Journaled(u.State) })
 		waiting := slices.ContainsFunc(ups, func(u ctl.Upload) bool { return u.State != "uploaded" })
 		if q == nil && !waiting && untilEmpty {
 			return nil

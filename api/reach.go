@@ -308,6 +308,16 @@ func answer(err error) bool {
 // requests and probes found it.
 func (c *Client) Reachability() Reachability { return c.reach.now() }
 
+// Unreachable records err, an *OfflineError another client met (the start's
+// probe), as this client's own finding: it is offline from now on, and its
+// probe looks for the service's return. Any other error is ignored.
+func (c *Client) Unreachable(err error) {
+	var oe *OfflineError
+	if errors.As(err, &oe) {
+		c.reach.offline(oe.Reason, false)
+	}
+}
+
 // WatchReach has w called at every change of Reachability, from a
 // goroutine of its own, with no lock held.
 func (c *Client) WatchReach(w func(Reachability)) { c.reach.watch(w) }

@@ -97,6 +97,7 @@ type Content struct {
 	maxSize   int64
 	blockSize int64
 	log       logrus.FieldLogger
+	keep      func(id int64) bool // never evicted (SetKeep); nil: none
 
 	mu         sync.Mutex
 	lru        *simplelru.LRU[int64, *entry] // guarded by mu; oldest first
@@ -369,7 +370,7 @@ func (c *Content) makeRoom(need int64) {
 			return
 		}
 		e, _ := c.lru.Peek(id)
-		if e.refs > 0 {
+		if e.refs > 0 || c.kept(id) {
 			continue
 		}
 		e.mu.Lock()
@@ -408,6 +409,13 @@ func (c *Content) openData(e *entry) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// SetKeep sets what is never evicted (a pin covers it: cache/pins.go);
+// nil: nothing. Set before use.
+func (c *Content) SetKeep(keep func(id int64) bool) { c.keep = keep }
+
+// kept reports whether id is never evicted.
+func (c *Content) kept(id int64) bool { return c.keep != nil && c.keep(id) }
 
 // Complete reports whether the cache holds the whole content of version m,
 // without taking the entry into use.
@@ -467,7 +475,7 @@ func (c *Content) evictLocked() {
 			return
 		}
 		e, _ := c.lru.Peek(id)
-		if e.refs > 0 {
+		if e.refs > 0 || c.kept(id) {
 			continue
 		}
 		c.evictions++

@@ -172,7 +172,7 @@ func (d *Dirs) pushLocked(area place.Area, l *Listing, parent aheadItem) {
 		}
 		key := place.DirKey{Area: area, ID: f.ID}
 		i++
-		if c, ok := d.dirs[key]; ok && d.fresh(c.Fetched) || a.flight[key] != nil {
+		if c, ok := d.dirs[key]; ok && d.freshListing(c) || a.flight[key] != nil {
 			continue
 		}
 		path := append(slices.Clip(parent.path), i)
@@ -189,7 +189,7 @@ func (d *Dirs) pumpLocked() {
 	}
 	for !a.stopped && a.queue.Len() > 0 && len(a.flight)+a.reader < AheadParallel && d.roomLocked() {
 		it := a.queue.pop()
-		if l, ok := d.dirs[it.key]; ok && d.fresh(l.Fetched) {
+		if l, ok := d.dirs[it.key]; ok && d.freshListing(l) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(a.ctx)

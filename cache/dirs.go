@@ -40,6 +40,10 @@ type Listing struct {
 	// edit is what made the listing from the folder's one before, when
 	// one edit of the cache did (Edited).
 	edit *listingEdit
+	// kept: read from the listings kept on disk (dirs_disk.go), not listed
+	// since the start: never fresh, answered at once while it is listed
+	// again in the background.
+	kept bool
 }
 
 // listingEdit is one edit of a folder's listing (Dirs.Put, Remove): the
@@ -140,7 +144,8 @@ type Dirs struct {
 
 	ahead *dirAhead // nil: no read-ahead; its state is guarded by mu (dirahead.go)
 
-	watch atomic.Pointer[DirsWatcher] // told of drops and puts (Watch)
+	watch atomic.Pointer[DirsWatcher]             // told of drops and puts (Watch)
+	keep  atomic.Pointer[func(place.DirKey) bool] // listings never pruned (a pin covers them: pins.go)
 
 	group singleflight.Group
 	stats struct{ listings, seatLists, hits, stale, ahead, aheadRead atomic.Int64 }
@@ -179,6 +184,10 @@ func (d *Dirs) Stats() DirStats {
 }
 
 func (d *Dirs) fresh(t time.Time) bool { return d.now().Sub(t) < d.ttl }
+
+// freshListing reports whether l is fresh: listed within the time to live
+// in this run (one kept on disk is not, until listed again).
+func (d *Dirs) freshListing(l *Listing) bool { return !l.kept && d.fresh(l.Fetched) }
 
 // FreshFor is how much longer a listing fetched at t stays fresh: 0 once it
 // is not (and always without a listing cache).
@@ -221,7 +230,7 @@ func (d *Dirs) Fresh(key place.DirKey) (*Listing, bool) {
 func (d *Dirs) cachedLocked(key place.DirKey) (l *Listing, ok, fresh bool) {
 	d.readLocked(key)
 	l, ok = d.dirs[key]
-	fresh = ok && d.fresh(l.Fetched)
+	fresh = ok && d.freshListing(l)
 	if fresh {
 		d.stats.hits.Add(1)
 	}
@@ -244,6 +253,15 @@ func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 		stale = l
 	}
 	gen := d.gen
+	if ok && l.kept {
+		// Kept on disk: the answer at once, listed again behind it.
+		silent := d.silent
+		d.mu.Unlock()
+		if !silent {
+			d.refreshKept(key, l, gen)
+		}
+		return l, nil
+	}
 	d.mu.Unlock()
 	// The generation is part of the key: a listing asked for after DropAll
 	// never joins a fetch begun before it.
@@ -277,7 +295,7 @@ func listKey(gen uint64, key place.DirKey) string {
 // file just deleted: readdir would list it and its open answer ENOENT).
 func (d *Dirs) fetchListing(ctx context.Context, key place.DirKey, gen uint64) (_ *Listing, fetched bool, _ error) {
 	d.mu.Lock()
-	if l, ok := d.dirs[key]; ok && d.fresh(l.Fetched) && d.gen == gen {
+	if l, ok := d.dirs[key]; ok && d.freshListing(l) && d.gen == gen {
 		d.mu.Unlock()
 		return l, false, nil
 	}
@@ -461,8 +479,9 @@ func (d *Dirs) pruneLocked() {
 		return
 	}
 	d.adds = 0
+	keep := d.keep.Load()
 	for k, l := range d.dirs {
-		if !d.fresh(l.Fetched) && k.ID >= 0 {
+		if !d.fresh(l.Fetched) && k.ID >= 0 && (keep == nil || !(*keep)(k)) {
 			delete(d.dirs, k)
 		}
 	}

@@ -154,6 +154,7 @@ func (d *Dirs) edit(key place.DirKey, c change, added int) uint64 {
 			}
 		}
 		d.dirs[key] = newListing(files, l.Current, l.Fetched, d.editSeq)
+		d.dirs[key].kept = l.kept
 		if _, inPlace := appended(files, l.Files); told && !inPlace {
 			d.dirs[key].edit = &listingEdit{from: weak.Make(l), removed: removed, added: files[len(files)-added:]}
 		}

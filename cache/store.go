@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +36,12 @@ type Store struct {
 	Attrs   *Attrs             // what users set: modes, owners, times
 	log     logrus.FieldLogger
 	retirer *retirer // folders renamed with their content (retire.go); nil on a read-only mount
+	// stopKeeping ends the writing of the listings to disk (dirs_disk.go),
+	// once more first; nil: not kept.
+	stopKeeping func()
+	// Pins are what the user keeps on this desk (pins.go); nil without a
+	// listing cache.
+	Pins *Pins
 	// ioTimeout bounds a caller's wait on the service (Bound); 0: no bound.
 	ioTimeout time.Duration
 	// live, set by the mount (SetLive), says whether a cache file is read
@@ -83,6 +91,20 @@ type StoreOptions struct {
 	// DirReadAhead is the most folders listed ahead of a reader listing
 	// folders (Dirs.EnableAhead); 0: no listing read-ahead.
 	DirReadAhead int
+	// PinRefresh is how often what is pinned is listed again while online,
+	// when longer than DirCacheTime (pins.go); 0: DirCacheTime.
+	PinRefresh time.Duration
+	// Account names the service and credentials the cache dir is of (a
+	// digest, AccountOf): the listings are kept on disk for the next start
+	// under it (ListingsFile), and read back only by the same. "": not kept.
+	Account string
+}
+
+// AccountOf names the service at endpoint and the credentials of key for
+// StoreOptions.Account: a digest, which tells neither.
+func AccountOf(endpoint, key string) string {
+	sum := sha256.Sum256([]byte(endpoint + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
 }
 
 // OpenStore opens every part under opts.Dir. Pending uploads of an earlier
@@ -121,6 +143,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	s.Dirs.log = log
 	s.Dirs.EnableAhead(DirAheadOptions{Folders: opts.DirReadAhead, IOTimeout: s.ioTimeout})
 	if opts.ReadOnly {
+		s.keepListings(opts)
 		return s, nil
 	}
 	dir := opts.StagingDir
@@ -159,7 +182,35 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	if s.retirer, err = openRetirer(s, filepath.Join(opts.Dir, RetiringFile), log); err != nil {
 		return nil, err
 	}
+	s.keepListings(opts) // once what is hidden is: it stays out of them
 	return s, nil
+}
+
+// keepListings reads back the listings a run before kept (dirs_disk.go),
+// and keeps them from now on.
+func (s *Store) keepListings(opts StoreOptions) {
+	if opts.Account == "" || opts.DirCacheTime <= 0 {
+		return
+	}
+	path := filepath.Join(opts.Dir, ListingsFile)
+	if n, err := s.Dirs.LoadListings(path, opts.Account); err != nil {
+		s.log.WithError(err).Warn("cache: the listings kept on disk are not used; the folders are listed again")
+	} else if n > 0 {
+		s.log.WithField("folders", n).Info("cache: listings kept from the last run read back; each is listed again at its first use")
+	}
+	s.stopKeeping = s.Dirs.KeepListings(path, opts.Account)
+	s.Pins = openPins(s, filepath.Join(opts.Dir, PinsFile), max(opts.DirCacheTime, opts.PinRefresh), s.log)
+	s.Content.SetKeep(s.Pins.Kept)
+	keepDir := s.Pins.KeptDir
+	s.Dirs.keep.Store(&keepDir)
+	if w, ok := opts.Client.(reachWatcher); ok {
+		pins := s.Pins
+		w.WatchReach(func(r api.Reachability) {
+			if r.Online {
+				pins.kick() // what is pinned and missing comes now
+			}
+		})
+	}
 }
 
 // reachWatcher is the client's word on the service's reach (*api.Client).
@@ -170,6 +221,12 @@ type reachWatcher interface {
 // Close closes the parts (staging without draining: Drain first for that).
 func (s *Store) Close() error {
 	var errs []error
+	if s.Pins != nil {
+		s.Pins.Close()
+	}
+	if s.stopKeeping != nil {
+		s.stopKeeping()
+	}
 	if s.Dirs != nil {
 		s.Dirs.Close()
 	}

@@ -173,6 +173,7 @@ func (n *dirNode) setKey(key place.DirKey) {
 // made offline is on the service now, as made. Its node stands for the
 // folder made, with its inode number.
 func (f *FS) folderMade(provisional, made place.DirKey) {
+	f.local.moveDir(provisional, made) // its desktop files and special nodes go with it
 	v, ok := f.dirNodes.Load(provisional)
 	if !ok {
 		return // the kernel forgot it: a lookup makes it anew

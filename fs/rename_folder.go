@@ -167,7 +167,7 @@ func (r *renaming) replaceFolder(ctx context.Context) syscall.Errno {
 	} else if errno != 0 {
 		return errno
 	}
-	if err := fsys.store.Delete(ctx, dst, f); err != nil {
+	if err := fsys.store.DeleteNowOrLater(ctx, dst, f, r.dst.Path(nil)+"/"+r.newName); err != nil { // offline: journaled
 		return fsys.errno(ctx, "deleting folder "+r.dst.Path(nil)+"/"+r.newName, err)
 	}
 	fsys.local.dropDir(key)

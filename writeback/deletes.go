@@ -28,7 +28,7 @@ func DeletionOf(parent place.DirKey, f api.File, path string) Change {
 func (s *Staging) DeleteLater(d Change) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d.Op = OpDelete
+	d.Op, d.Parent = OpDelete, s.realLocked(d.Parent)
 	if err := s.journalLocked(d); err != nil {
 		return err
 	}
@@ -73,12 +73,12 @@ func (s *Staging) holdsAnything(ctx context.Context, k place.DirKey) (bool, erro
 	return false, nil
 }
 
-// deleteJournaled makes journaled deletion d, and reports whether it
-// waits for another try (no answer to go by: offline, a 5xx, Close).
-func (s *Staging) deleteJournaled(d Change) (again bool) {
+// deleteJournaled makes journaled deletion d; an error says it waits for
+// another try (no answer to go by: offline, a 5xx, Close).
+func (s *Staging) deleteJournaled(d Change) error {
 	outcome, err := s.deleteIfUnchanged(d)
-	if err != nil && (api.Temporary(err) || s.ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
-		return true
+	if waitsForAnotherTry(s.ctx, err) {
+		return err
 	}
 	log := s.log.WithFields(logrus.Fields{"path": d.Path, "file_id": d.ID})
 	switch {
@@ -97,7 +97,13 @@ func (s *Staging) deleteJournaled(d Change) (again bool) {
 	s.mu.Lock()
 	s.doneLocked(d)
 	s.mu.Unlock()
-	return false
+	return nil
+}
+
+// waitsForAnotherTry reports whether err, a journaled change's, leaves it
+// for another try: no answer to go by (offline, a 5xx, a timeout, Close).
+func waitsForAnotherTry(ctx context.Context, err error) bool {
+	return err != nil && (api.Temporary(err) || ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded))
 }
 
 // What deleteIfUnchanged did.

@@ -30,6 +30,16 @@ import (
 // uploaded yet.
 var errFolderWaits = errors.New("its folder, made offline, is not on the service yet")
 
+// errFolderLost is why a file staged in a folder made offline that the
+// service refused (logged) is not uploaded: it stays staged.
+var errFolderLost = errors.New("its folder, made offline, could not be made on the service (see the log); the file stays staged")
+
+// madeLaterLocked reports whether the journal has still to make folder id,
+// made offline. Called with mu held.
+func (s *Staging) madeLaterLocked(id int64) bool {
+	return slices.ContainsFunc(s.journal, func(c Change) bool { return c.Op == OpMkdir && c.ID == id })
+}
+
 // MakeLater journals folder name of parent, made while the service cannot
 // be reached (path: in the mount, for the log and .ctl/uploads), and
 // returns its provisional id. It returns once the journal is on disk.
@@ -136,10 +146,13 @@ func (s *Staging) MoveMade(k place.DirKey, parent place.DirKey, name, path strin
 	if i < 0 {
 		return k, errors.New("staging: the folder made offline could not be made on the service; see the log")
 	}
+	// Made after what was journaled before the rename (a folder of the new
+	// name deleted offline goes first); what was made in it follows it.
 	was := s.journal
-	s.journal = slices.Clone(s.journal)
-	old := s.journal[i].Path
-	s.journal[i].Parent, s.journal[i].Name, s.journal[i].Path = s.realLocked(parent), name, path
+	c := s.journal[i]
+	old := c.Path
+	c.Parent, c.Name, c.Path = s.realLocked(parent), name, path
+	s.journal = append(slices.Delete(slices.Clone(s.journal), i, i+1), c)
 	if err := s.saveJournalLocked(); err != nil {
 		s.journal = was
 		return k, err
@@ -213,10 +226,9 @@ func (s *Staging) MadeLater() []Change {
 	return out
 }
 
-// makeJournaled makes journaled folder c on the service, and reports
-// whether it waits for another try (no answer to go by: offline, a 5xx,
-// Close).
-func (s *Staging) makeJournaled(c Change) (again bool) {
+// makeJournaled makes journaled folder c on the service; an error says it
+// waits for another try (no answer to go by: offline, a 5xx, Close).
+func (s *Staging) makeJournaled(c Change) error {
 	log := s.log.WithFields(logrus.Fields{"path": c.Path})
 	if c.Parent.ID < 0 {
 		s.mu.Lock()
@@ -229,33 +241,26 @@ func (s *Staging) makeJournaled(c Change) (again bool) {
 			if err := s.saveJournalLocked(); err != nil {
 				s.log.WithError(err).Warn("staging: the journal of changes made offline could not be written")
 			}
-			return false
+			return nil
 		}
 		log.Warn("staging: a folder made offline is not made: the folder it was made in could not be; what was written in it stays in the staging (.ctl/uploads)")
 		s.doneLocked(c)
-		return false
+		s.resumeUploadsLocked() // its files fail, and say why
+		return nil
 	}
-	s.mu.Lock()
-	s.making = c.ID
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.making = 0
-		s.notifyLocked()
-		s.mu.Unlock()
-	}()
 	ctx, cancel := context.WithTimeout(s.ctx, deleteTimeout)
 	defer cancel()
 	made, merged, err := s.makeFolder(ctx, c)
-	if err != nil && (api.Temporary(err) || s.ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
-		return true
+	if waitsForAnotherTry(s.ctx, err) {
+		return err
 	}
 	s.mu.Lock()
 	if err != nil {
 		log.WithError(err).Warn("staging: the service refused a folder made offline; what was written in it stays in the staging (.ctl/uploads)")
 		s.doneLocked(c)
+		s.resumeUploadsLocked() // its files fail, and say why
 		s.mu.Unlock()
-		return false
+		return nil
 	}
 	provisional := place.DirKey{Area: c.Parent.Area, ID: c.ID}
 	s.madeAs[c.ID] = made.ID
@@ -270,7 +275,7 @@ func (s *Staging) makeJournaled(c Change) (again bool) {
 	if s.onMade != nil {
 		s.onMade(c.Parent, provisional, made, merged)
 	}
-	return false
+	return nil
 }
 
 // makeFolder makes folder c on the service: made, or merged, the folder of

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/place"
 )
 
@@ -133,6 +134,9 @@ func (s *Staging) saveJournalLocked() error {
 // stay in the staging.
 func (s *Staging) loadJournal() error {
 	s.nextFolder = -1
+	for t := range s.byTarget { // files staged in folders made offline, whatever the journal holds
+		s.nextFolder = min(s.nextFolder, t.ParentID-1)
+	}
 	name := journalFile
 	b, err := os.ReadFile(filepath.Join(s.dir, name))
 	if errors.Is(err, os.ErrNotExist) {
@@ -158,7 +162,7 @@ func (s *Staging) loadJournal() error {
 		return nil
 	}
 	s.journal = j.Changes
-	s.nextFolder = min(-1, j.NextFolder)
+	s.nextFolder = min(s.nextFolder, j.NextFolder)
 	for _, c := range s.journal {
 		switch c.Op {
 		case OpMkdir:
@@ -166,9 +170,6 @@ func (s *Staging) loadJournal() error {
 		default:
 			s.mine.Add(c.ID, struct{}{}) // this mount's to remove: an upload at its name is no conflict
 		}
-	}
-	for t := range s.byTarget {
-		s.nextFolder = min(s.nextFolder, t.ParentID-1)
 	}
 	if name == legacyDeletesFile {
 		s.mu.Lock()
@@ -248,17 +249,51 @@ func (s *Staging) applyJournal() {
 			return
 		}
 		c := s.journal[0]
-		s.mu.Unlock()
-		var again bool
 		if c.Op == OpMkdir {
-			again = s.makeJournaled(c)
+			s.making = c.ID // from here: a rename or removal of it waits (settledLocked)
+		}
+		s.mu.Unlock()
+		var err error
+		if c.Op == OpMkdir {
+			err = s.makeJournaled(c)
+			s.mu.Lock()
+			s.making = 0
+			s.notifyLocked()
+			s.mu.Unlock()
 		} else {
-			again = s.deleteJournaled(c)
+			err = s.deleteJournaled(c)
 		}
-		if again {
-			return // no answer to go by (offline, a 5xx, Close): kept for the next try
+		if err != nil {
+			// No answer to go by (offline, a 5xx, Close): kept for the next
+			// try, at the service's return (Resume) or, when it answered,
+			// after a backoff.
+			s.retryJournal(err)
+			return
 		}
+		s.mu.Lock()
+		s.journalTries = 0
+		s.mu.Unlock()
 	}
+}
+
+// retryJournal has the journal tried again after err, which left a change
+// of it waiting: at the service's return (Resume) when err says it cannot
+// be reached, else after a backoff (a 5xx, a timeout: the service is
+// there).
+func (s *Staging) retryJournal(err error) {
+	if api.IsOffline(err) || s.ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	d := min(s.minBackoff<<min(s.journalTries, 30), s.maxBackoff)
+	s.journalTries++
+	s.mu.Unlock()
+	s.log.WithError(err).WithField("retry_in", d).Info("staging: a change made offline waits; trying again")
+	time.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.startJournalLocked()
+	})
 }
 
 // doneLocked takes c, made (or given up), off the journal, unless it left

@@ -140,27 +140,28 @@ type Staging struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // workers and background deletions
 
-	mu         sync.Mutex
-	cond       *sync.Cond               // on mu: wakes the workers when the queue grows, a target frees or at Close
-	entries    map[int64]*Staged        // guarded by mu; every staged file, by number
-	byTarget   map[place.Target]*Staged // guarded by mu
-	orphans    map[*Staged]struct{}     // guarded by mu; removed or uploaded but still open (file kept open)
-	queue      []*Staged                // guarded by mu; queued files, next first
-	busy       map[place.Target]int     // guarded by mu; uploads in flight per target, removed files' included
-	bigBusy    int                      // guarded by mu; uploads in flight of files that are not small
-	next       int64                    // guarded by mu; number of the next staged file
-	changed    chan struct{}            // guarded by mu; closed (and replaced) at every settled upload, removal and Close
-	draining   int                      // guarded by mu; Drain calls running: files upload at once
-	closed     bool                     // guarded by mu
-	uploaded   int64                    // guarded by mu
-	bytesUp    int64                    // guarded by mu
-	resumes    int                      // guarded by mu; Resume calls (the service back after an outage)
-	journal    []Change                 // guarded by mu; changes made offline, in order (journal.go)
-	applying   bool                     // guarded by mu; applyJournal runs
-	applyAgain bool                     // guarded by mu; applyJournal runs once more when it ends (a Resume or a new entry meanwhile)
-	nextFolder int64                    // guarded by mu; the provisional id of the next folder made offline (folders.go)
-	madeAs     map[int64]int64          // guarded by mu; folders made offline, then on the service: provisional id → the service's
-	making     int64                    // guarded by mu; the provisional id of the folder applyJournal is making (0: none)
+	mu           sync.Mutex
+	cond         *sync.Cond               // on mu: wakes the workers when the queue grows, a target frees or at Close
+	entries      map[int64]*Staged        // guarded by mu; every staged file, by number
+	byTarget     map[place.Target]*Staged // guarded by mu
+	orphans      map[*Staged]struct{}     // guarded by mu; removed or uploaded but still open (file kept open)
+	queue        []*Staged                // guarded by mu; queued files, next first
+	busy         map[place.Target]int     // guarded by mu; uploads in flight per target, removed files' included
+	bigBusy      int                      // guarded by mu; uploads in flight of files that are not small
+	next         int64                    // guarded by mu; number of the next staged file
+	changed      chan struct{}            // guarded by mu; closed (and replaced) at every settled upload, removal and Close
+	draining     int                      // guarded by mu; Drain calls running: files upload at once
+	closed       bool                     // guarded by mu
+	uploaded     int64                    // guarded by mu
+	bytesUp      int64                    // guarded by mu
+	resumes      int                      // guarded by mu; Resume calls (the service back after an outage)
+	journal      []Change                 // guarded by mu; changes made offline, in order (journal.go)
+	applying     bool                     // guarded by mu; applyJournal runs
+	applyAgain   bool                     // guarded by mu; applyJournal runs once more when it ends (a Resume or a new entry meanwhile)
+	nextFolder   int64                    // guarded by mu; the provisional id of the next folder made offline (folders.go)
+	madeAs       map[int64]int64          // guarded by mu; folders made offline, then on the service: provisional id → the service's
+	making       int64                    // guarded by mu; the provisional id of the folder applyJournal is making (0: none)
+	journalTries int                      // guarded by mu; tries of the journal's first change that got no answer to go by in a row (retryJournal)
 	// Many writers (conflicts.go).
 	mine       *lru.Cache[int64, struct{}] // ids this mount uploaded, or deleted as replaced, lately; safe for concurrent use
 	sent       stamp                       // when an upload last sent a byte (LastSent)
@@ -586,7 +587,7 @@ func (s *Staging) Flush(ctx context.Context, st *Staged) error {
 			}
 			s.enqueueLocked(st, true)
 		case stRetrying:
-			if tried && api.IsOffline(st.lastErr) {
+			if tried && s.waitsForServiceLocked(st) {
 				// The service cannot be reached: nothing to wait for.
 				err := st.lastErr
 				s.mu.Unlock()
@@ -621,8 +622,8 @@ func (s *Staging) Flush(ctx context.Context, st *Staged) error {
 // waitsForServiceLocked reports whether st was tried and waits for the
 // service to answer again (offline), or for its folder made offline: a
 // drain does not wait for it; it stays staged for the next start.
-func waitsForServiceLocked(st *Staged) bool {
-	return st.state == stRetrying && st.lastErr != nil && (api.IsOffline(st.lastErr) || errors.Is(st.lastErr, errFolderWaits))
+func (s *Staging) waitsForServiceLocked(st *Staged) bool {
+	return st.state == stRetrying && st.lastErr != nil && (api.IsOffline(st.lastErr) || errors.Is(st.lastErr, errFolderWaits) && !s.applying)
 }
 
 // Drain starts every waiting upload now (skipping the write-back delay, and
@@ -647,7 +648,7 @@ func (s *Staging) Drain(ctx context.Context) error {
 	for {
 		busy := 0
 		for _, st := range s.entries {
-			if st.state != stFailed && st.state != stUploaded && !waitsForServiceLocked(st) {
+			if st.state != stFailed && st.state != stUploaded && !s.waitsForServiceLocked(st) {
 				busy++
 			}
 		}

@@ -1101,3 +1101,45 @@ func TestStagingFoldersMadeOffline(t *testing.T) {
 	})
 	e.want(place.Target{Area: root.Area, ParentID: out.ID, Name: "f.txt"}, []byte("in a folder made offline"))
 }
+
+// A folder made offline whose making meets a 5xx at the return is tried
+// again after a backoff, with no Resume: its file goes up. Offline, a
+// flush of a file in it answers at once; one in a folder the service
+// refuses fails for good, and stays staged.
+func TestStagingFoldersMadeOfflineRetriesAndFailures(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Hour, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	root := place.DirKey{Area: place.Area{Kind: place.Shared}}
+	off := &api.OfflineError{Since: time.Now(), Reason: "connection refused"}
+	e.fake.FailNext("CreateDirectory", off)
+	id, err := s.MakeLater(root, "later", "shared/later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the first try offline", func() bool { return e.fake.Count("CreateDirectory") == 1 })
+	st := e.create(s, place.Target{Area: root.Area, ParentID: id, Name: "f.txt"}, 0, []byte("f"))
+	start := time.Now()
+	if err := s.Flush(context.Background(), st); !errors.Is(err, errFolderWaits) || time.Since(start) > time.Second {
+		t.Fatalf("flush of a file in a folder made offline, offline: %v after %v", err, time.Since(start))
+	}
+	unavailable := &api.Error{Op: "POST /files", HTTPStatus: 503, Code: 503, Message: "unavailable"}
+	e.fake.FailNext("CreateDirectory", unavailable, unavailable)
+	s.Resume() // the service is back, and answers 503 twice
+	testkit.WaitFor(t, 5*time.Second, "the folder made after the 5xx", func() bool {
+		d, ok := e.list(root.Area, 0)["later"]
+		return ok && e.list(root.Area, d.ID)["f.txt"].Name == "f.txt"
+	})
+
+	refused := &api.Error{Op: "POST /files", HTTPStatus: 400, Code: api.CodeBadRequest, Message: "no"}
+	e.fake.FailNext("CreateDirectory", off)
+	lost, _ := s.MakeLater(root, "refused", "shared/refused")
+	st = e.create(s, place.Target{Area: root.Area, ParentID: lost, Name: "g.txt"}, 0, []byte("g"))
+	e.fake.FailNext("CreateDirectory", refused)
+	s.Resume()
+	if err := s.Flush(context.Background(), st); !errors.Is(err, errFolderLost) {
+		t.Fatalf("flush of a file in a folder the service refused: %v", err)
+	}
+	if infos := s.Entries(); len(infos) != 1 || infos[0].State != "failed" {
+		t.Fatalf("the file in a folder refused: %+v, want staged, failed", infos)
+	}
+}

@@ -62,9 +62,15 @@ func (s *Staging) worker() {
 		}
 		if !s.readyLocked(st) {
 			// Its folder, made offline, is not on the service yet: it
-			// goes once the journal made it (startJournalLocked).
-			st.state, st.lastErr = stRetrying, errFolderWaits
-			s.notifyLocked() // a drain does not wait for it
+			// goes once the journal made it (startJournalLocked); one the
+			// journal gave up on fails, and stays staged.
+			if s.madeLaterLocked(st.target.ParentID) {
+				st.state, st.lastErr = stRetrying, errFolderWaits
+			} else {
+				st.state, st.lastErr, st.final = stFailed, errFolderLost, true
+				s.log.WithField("path", st.nameLocked()).Warn("staging: not uploaded: " + errFolderLost.Error())
+			}
+			s.settleLocked(st) // a flush or a drain does not wait for it
 			continue
 		}
 		ctx, cancel := context.WithCancel(s.ctx)

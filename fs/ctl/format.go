@@ -104,6 +104,17 @@ type Stats struct {
 		StagedBytes int64 `json:"staged_bytes"`
 		Conflicts   int64 `json:"conflicts"` // files that went up as conflict copies beside another writer's version
 	} `json:"uploads"`
+	// Pins: what is kept on this desk (orgfs pin), all pins together: the
+	// files they cover and those whole in the cache, their bytes, the files
+	// that failed.
+	Pins struct {
+		Pins      int   `json:"pins"`
+		Files     int   `json:"files"`
+		FilesDone int   `json:"files_done"`
+		Bytes     int64 `json:"bytes"`
+		BytesDone int64 `json:"bytes_done"`
+		Failed    int   `json:"failed"`
+	} `json:"pins"`
 }
 
 // jsonOut is a record as control files show it: indented JSON and a newline.

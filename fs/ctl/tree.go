@@ -130,6 +130,8 @@ func (t *Tree) newRoot() *dirNode {
 		t.dirEntry(dir, "downloads", t.downloadsList, t.downloadFind),
 		t.volatileEntry(dir, "uploads", 0o644, t.uploadsRead, t.uploadsAction()),
 		t.volatileEntry(dir, "uploads.json", 0o444, jsonRead(t.uploadsJSON), nil),
+		t.volatileEntry(dir, "pins", 0o644, t.pinsRead, t.pinsAction()),
+		t.volatileEntry(dir, "pins.json", 0o444, jsonRead(t.pinsJSON), nil),
 		t.volatileEntry(dir, "conflicts", 0o444, t.conflictsRead, nil),
 		t.volatileEntry(dir, "conflicts.json", 0o444, jsonRead(t.conflictsJSON), nil),
 		t.fileEntry(dir, "sync", 0o200, nil, t.syncAction()),
@@ -259,6 +261,11 @@ func (t *Tree) Stats() *Stats {
 		s.Uploads.Uploaded, s.Uploads.Bytes, s.Uploads.StagedBytes = ss.Uploaded, ss.Bytes, ss.StagedBytes
 		s.Uploads.Conflicts = ss.Conflicts
 		s.Service.ChangesWaiting = ss.Pending + ss.Uploading + ss.Journaled
+	}
+	for _, p := range t.pinList() {
+		s.Pins.Pins++
+		s.Pins.Files, s.Pins.FilesDone, s.Pins.Failed = s.Pins.Files+p.Files, s.Pins.FilesDone+p.FilesDone, s.Pins.Failed+len(p.Failed)
+		s.Pins.Bytes, s.Pins.BytesDone = s.Pins.Bytes+p.Bytes, s.Pins.BytesDone+p.BytesDone
 	}
 	return &s
 }

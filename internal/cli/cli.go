@@ -36,6 +36,8 @@ func commands() map[string]command {
 		"sync":     {"sync", "wait until everything written to a mount (or under paths) is on the service", runSync},
 		"status":   {"status", "show a mount's upload queue with progress, failures, cache and request counters", runStatus},
 		"unmount":  {"unmount", "send what waits to upload, showing progress, then unmount", runUnmount},
+		"pin":      {"pin", "keep files and folders on this desk, available offline (--list: the pins and their state)", runPin},
+		"unpin":    {"unpin", "end pins: what they kept is evictable again", runUnpin},
 		"doctor":   {"doctor", "check a service and its credentials before a first mount, one line per check (read-only; --write also uploads)", runDoctor},
 		"help":     {"help", "show help for orgfs or one of its commands", runHelp},
 	}

@@ -29,6 +29,10 @@ var metricDefs = map[string]struct {
 	labels []string
 }{
 	"orgfs_online":                    {"1 while the service can be reached, 0 while the mount is offline", nil},
+	"orgfs_pins":                      {"pins: files and folders kept on this desk (orgfs pin)", nil},
+	"orgfs_pinned_bytes":              {"bytes the pins cover", nil},
+	"orgfs_pinned_missing_bytes":      {"bytes the pins cover that are not in the cache yet", nil},
+	"orgfs_pinned_files_failed":       {"files of the pins that could not be fetched in the last pass", nil},
 	"orgfs_requests_total":            {"API and object-store requests sent, retries included, by operation", []string{"op"}},
 	"orgfs_request_retries_total":     {"attempts after the first, by operation", []string{"op"}},
 	"orgfs_request_failures_total":    {"calls that failed after their retries, by operation", []string{"op"}},
@@ -101,6 +105,10 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("orgfs_uploaded_bytes_total", float64(s.BytesUp))
 	counter("orgfs_downloaded_bytes_total", float64(s.BytesDown))
 	gauge("orgfs_online", boolMetric(s.Service.Online))
+	gauge("orgfs_pins", float64(s.Pins.Pins))
+	gauge("orgfs_pinned_bytes", float64(s.Pins.Bytes))
+	gauge("orgfs_pinned_missing_bytes", float64(s.Pins.Bytes-s.Pins.BytesDone))
+	gauge("orgfs_pinned_files_failed", float64(s.Pins.Failed))
 	gauge("orgfs_cache_bytes", float64(s.Cache.Bytes))
 	gauge("orgfs_cache_max_bytes", float64(s.Cache.MaxBytes))
 	gauge("orgfs_cache_files", float64(s.Cache.Files))

@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/internal/logging"
 )
 
@@ -125,4 +126,21 @@ func cacheHome() (string, error) {
 		return "/var/cache", nil
 	}
 	return d, err
+}
+
+// startOffline decides a start the service did not answer (unreachable,
+// the probe's offline error; nil: it answered): the mount starts offline
+// when the cache dir holds the listings a mount of the same service and
+// credentials kept (cache.ListingsFile), and answers from them and the
+// cached content until the service is back; else the start fails, in one
+// line.
+func startOffline(unreachable error, cacheDir string, creds api.Credentials, log logrus.FieldLogger) error {
+	if unreachable == nil {
+		return nil
+	}
+	if !cache.HasListings(filepath.Join(cacheDir, cache.ListingsFile), cache.AccountOf(creds.Endpoint, creds.Key)) {
+		return fmt.Errorf("%w (and the cache dir %s holds no listings of an earlier mount to start offline from)", unreachable, cacheDir)
+	}
+	log.WithError(unreachable).Warn("the service cannot be reached: starting offline from the listings and content kept in the cache dir; changes go up when it is back")
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/fs/ctl"
 	"github.com/orgfs/orgfs/internal/units"
 	"github.com/orgfs/orgfs/writeback"
@@ -38,6 +39,7 @@ type status struct {
 	Stats     ctl.Stats            `json:"stats"`
 	Uploads   []ctl.Upload         `json:"uploads"`
 	Conflicts []writeback.Conflict `json:"conflicts"`
+	Pins      []cache.PinState     `json:"pins"`
 }
 
 func readStatus(mnt string) (status, error) {
@@ -48,7 +50,10 @@ func readStatus(mnt string) (status, error) {
 	if err := readCtl(mnt, "uploads.json", &st.Uploads); err != nil {
 		return st, err
 	}
-	return st, readCtl(mnt, "conflicts.json", &st.Conflicts)
+	if err := readCtl(mnt, "conflicts.json", &st.Conflicts); err != nil {
+		return st, err
+	}
+	return st, readCtl(mnt, "pins.json", &st.Pins)
 }
 
 // shownConflicts is how many of the latest conflicts orgfs status lists.
@@ -107,6 +112,9 @@ func printSummary(w io.Writer, mnt string, st status) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  bundles   %d jobs, %d files\n", s.Bundles.Jobs, s.Bundles.Files)
+	for _, p := range st.Pins {
+		fmt.Fprintf(w, "  pinned    %s (%s): %s\n", p.Path, units.FormatSize(p.Bytes), p.Summary())
+	}
 	if s.Passthrough.Mode != "" {
 		fmt.Fprintf(w, "  kernel    passthrough %s; opens read without the daemon: %d\n", s.Passthrough.Mode, s.Passthrough.Opens)
 	}

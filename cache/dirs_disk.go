@@ -1,0 +1,263 @@
+package cache
+
+// The listings kept on disk: what the listing cache holds is written to the
+// cache dir (ListingsFile) in the background, now and then and at the end,
+// and read back at the start, so that a restart answers a folder listed
+// before at once (the copy is stale: it is listed again in the background,
+// as after an expiry) and a start without the service mounts from it.
+// Bounded (savedEntriesMax entries, the folders listed last first), with a
+// format version; a file unreadable or of another format is set aside with
+// a warning.
+//
+// Locks: Dirs.mu, held only to take or put the listings (a snapshot: a
+// listing is never changed once made); the file is written and read without
+// it.
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/place"
+)
+
+// ListingsFile is the listings kept on disk, in the cache dir.
+const ListingsFile = "listings.json.gz"
+
+// listingsFormat is the version of ListingsFile's layout.
+const listingsFormat = 1
+
+// savedEntriesMax bounds the entries ListingsFile keeps (about 80 bytes of
+// disk each, compressed): the folders listed last come first.
+const savedEntriesMax = 500_000
+
+// savedListings is ListingsFile's content.
+type savedListings struct {
+	Format int `json:"format"`
+	// Account names the service and the credentials whose listings these
+	// are (a digest: no secret is written): another's are not read.
+	Account      string         `json:"account"`
+	Saved        time.Time      `json:"saved"`
+	Listings     []savedListing `json:"listings"`
+	Seats        []api.Seat     `json:"seats,omitempty"`
+	SeatsFetched time.Time      `json:"seats_fetched,omitzero"`
+}
+
+type savedListing struct {
+	Key     place.DirKey `json:"key"`
+	Fetched time.Time    `json:"fetched"`
+	Current *api.File    `json:"current,omitempty"`
+	Files   []api.File   `json:"files"`
+}
+
+// snapshot is what Save writes: the listings the cache holds (none of a
+// folder made offline), those fetched last first, within savedEntriesMax.
+func (d *Dirs) snapshot(account string) savedListings {
+	d.mu.Lock()
+	out := savedListings{Format: listingsFormat, Account: account, Saved: d.now()}
+	for key, l := range d.dirs {
+		if key.ID >= 0 {
+			out.Listings = append(out.Listings, savedListing{Key: key, Fetched: l.Fetched, Current: l.Current, Files: l.Files})
+		}
+	}
+	if d.seats != nil {
+		out.Seats, out.SeatsFetched = d.seats.seats, d.seats.fetched
+	}
+	d.mu.Unlock()
+	slices.SortFunc(out.Listings, func(a, b savedListing) int { return b.Fetched.Compare(a.Fetched) })
+	n := 0
+	for i, l := range out.Listings {
+		if n += len(l.Files); n > savedEntriesMax {
+			out.Listings = out.Listings[:i]
+			break
+		}
+	}
+	return out
+}
+
+// SaveListings writes the listings the cache holds to path (anew, then
+// renamed into place), for the next start; account names whose they are.
+// It returns how many folders it wrote.
+func (d *Dirs) SaveListings(path, account string) (int, error) {
+	s := d.snapshot(account)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	z := gzip.NewWriter(w)
+	err = json.NewEncoder(z).Encode(s)
+	if err == nil {
+		err = z.Close()
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, fmt.Errorf("cache: saving the listings: %w", err)
+	}
+	return len(s.Listings), nil
+}
+
+// errOtherAccount says that the listings on disk are another account's.
+var errOtherAccount = errors.New("the listings kept are of another service or credentials")
+
+// LoadListings reads the listings a run before kept at path, when they are
+// account's: each shows at once, as stale (listed again at its first use,
+// in the background, or while the service cannot be reached, as it was).
+// Files hidden now stay hidden. None there is no error; a file unreadable,
+// of another format or of another account is set aside (PATH.bad) and
+// reported. It returns how many folders it read.
+func (d *Dirs) LoadListings(path, account string) (int, error) {
+	s, err := readListings(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err == nil && s.Format != listingsFormat {
+		err = fmt.Errorf("format %d, this orgfs reads %d", s.Format, listingsFormat)
+	}
+	if err == nil && s.Account != account {
+		err = errOtherAccount
+	}
+	if err != nil {
+		os.Rename(path, path+".bad")
+		return 0, fmt.Errorf("cache: the listings kept in %s are set aside (%s.bad): %w", path, path, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range s.Listings {
+		if _, ok := d.dirs[l.Key]; ok || l.Key.ID < 0 {
+			continue
+		}
+		kept := newListing(d.withMadeLocked(l.Key, d.visibleLocked(l.Files)), l.Current, l.Fetched, d.editSeq)
+		kept.kept = true
+		d.dirs[l.Key] = kept
+	}
+	if d.seats == nil && s.Seats != nil {
+		d.seats = &seatList{seats: s.Seats, fetched: s.SeatsFetched}
+	}
+	return len(s.Listings), nil
+}
+
+// readListings decodes ListingsFile at path.
+func readListings(path string) (savedListings, error) {
+	var s savedListings
+	f, err := os.Open(path)
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	if err != nil {
+		return s, err
+	}
+	err = json.NewDecoder(z).Decode(&s)
+	return s, err
+}
+
+// HasListings reports whether path holds listings kept for account: a
+// start without the service mounts from them.
+func HasListings(path, account string) bool {
+	s, err := readListings(path)
+	return err == nil && s.Format == listingsFormat && s.Account == account && len(s.Listings) > 0
+}
+
+// listingsSaveEvery is how often the listings are written while they
+// change (and at the end): at most every 10 s, and at most a 20th of the
+// time (a large tree's listings take a while to write).
+const (
+	listingsSaveEvery = 10 * time.Second
+	listingsSaveShare = 20
+)
+
+// KeepListings writes the listings to path while they change, in the
+// background (listingsSaveEvery); the stop it returns writes them once
+// more and waits.
+func (d *Dirs) KeepListings(path, account string) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	saved := d.version()
+	var next time.Time
+	save := func(last bool) {
+		v, start := d.version(), time.Now()
+		if v == saved || !last && start.Before(next) {
+			return
+		}
+		n, err := d.SaveListings(path, account)
+		next = start.Add(listingsSaveShare * time.Since(start))
+		if err != nil {
+			d.log.WithError(err).Warn("cache: the listings could not be kept on disk; a restart lists the folders again")
+			return
+		}
+		saved = v
+		d.log.WithField("folders", n).Debug("cache: listings kept on disk")
+	}
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(listingsSaveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				save(false)
+			case <-done:
+				save(true)
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// version changes whenever what SaveListings writes may have: a listing
+// fetched, edited or dropped.
+func (d *Dirs) version() [2]uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return [2]uint64{d.editSeq, uint64(d.stats.listings.Load()+d.stats.seatLists.Load()) + d.gen}
+}
+
+// refreshKept lists folder key again in the background, its listing l kept
+// on disk (answered meanwhile): the listing fetched replaces it; a folder
+// the service no longer has (or refuses) is no longer answered from it.
+func (d *Dirs) refreshKept(key place.DirKey, l *Listing, gen uint64) {
+	ch := d.group.DoChan(listKey(gen, key), func() (any, error) {
+		l, _, err := d.fetchListing(context.Background(), key, gen)
+		return l, err
+	})
+	go func() {
+		res := <-ch
+		switch {
+		case res.Err == nil:
+			d.setSilent(false)
+		case api.IsOffline(res.Err):
+			d.setSilent(true)
+		default:
+			d.mu.Lock()
+			if d.dirs[key] == l {
+				delete(d.dirs, key)
+			}
+			d.mu.Unlock()
+		}
+	}()
+}

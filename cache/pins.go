@@ -1,0 +1,482 @@
+package cache
+
+// Pins: what a user keeps on this desk ("keep available offline"). A pin is
+// a file, or a folder with its whole subtree. What it covers is downloaded
+// in the background, one file at a time (a reader's request never waits
+// behind it), is never evicted (the content cache's budget counts it
+// apart from the LRU: a pin that cannot fit is refused up front), and
+// follows the service: while online the pinned tree is listed again every
+// refresh (--dir-cache-time, or --pin-refresh when longer), new and changed
+// files are fetched, those gone are no longer kept. Pins last across
+// restarts (PinsFile, with a format version).
+//
+// Locks: Pins.mu guards the pins and their progress; never held across a
+// request, a listing or the content cache's lock. The content cache and
+// the listing cache ask what is kept through atomic sets (keptFiles,
+// keptDirs), with no lock.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/units"
+	"github.com/orgfs/orgfs/place"
+)
+
+// PinsFile is the pins, in the cache dir.
+const PinsFile = "pins.json"
+
+const pinsFormat = 1
+
+// Pin is what a user pinned: a file (ID, in folder Parent) or a folder
+// (Dir: ID is the folder's), at Path in the mount.
+type Pin struct {
+	Path   string       `json:"path"`
+	Parent place.DirKey `json:"parent"`
+	ID     int64        `json:"id"`
+	Dir    bool         `json:"dir,omitempty"`
+	Since  time.Time    `json:"since"`
+}
+
+// key is the folder a folder pin covers.
+func (p Pin) key() place.DirKey { return place.DirKey{Area: p.Parent.Area, ID: p.ID} }
+
+// PinState is a pin and how far it is: the files it covers (as last
+// listed), those whole in the cache, their bytes, what could not be
+// fetched and why.
+type PinState struct {
+	Pin
+	Files     int          `json:"files"`
+	FilesDone int          `json:"files_done"`
+	Bytes     int64        `json:"bytes"`
+	BytesDone int64        `json:"bytes_done"`
+	Failed    []PinFailure `json:"failed,omitempty"`
+	Offline   bool         `json:"offline,omitempty"` // the last pass met the service unreachable
+	Checked   time.Time    `json:"checked,omitzero"`  // the last pass's end
+}
+
+// PinFailure is a file of a pin that could not be fetched.
+type PinFailure struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+// pinFailuresKept is how many failures a pin's state names.
+const pinFailuresKept = 20
+
+// Summary is the state in a few words: "complete", "3 of 7 files, 12 MiB
+// left", "offline: 2 files missing".
+func (p PinState) Summary() string {
+	left := p.Files - p.FilesDone
+	switch {
+	case p.Checked.IsZero() && p.Files == 0:
+		return "listing"
+	case left == 0 && len(p.Failed) == 0:
+		return "complete"
+	case p.Offline:
+		return fmt.Sprintf("offline: %d files missing", left)
+	case len(p.Failed) > 0 && !p.Checked.IsZero():
+		return fmt.Sprintf("%d of %d files, %d failed (%s)", p.FilesDone, p.Files, len(p.Failed), p.Failed[0].Error)
+	}
+	return fmt.Sprintf("%d of %d files, %s left", p.FilesDone, p.Files, units.FormatSize(p.Bytes-p.BytesDone))
+}
+
+// Pins keeps the pins of a mount (see the file's doc).
+type Pins struct {
+	// dependencies
+	s   *Store
+	log logrus.FieldLogger
+	// constants
+	path    string
+	refresh time.Duration
+
+	keptFiles atomic.Pointer[map[int64]bool]        // the files the pins cover, as last listed
+	keptDirs  atomic.Pointer[map[place.DirKey]bool] // the folders they cover
+
+	mu     sync.Mutex
+	pins   []*PinState   // guarded by mu; by path
+	wake   chan struct{} // a pass is asked for (a pin added, the service back)
+	done   chan struct{}
+	closed sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+// openPins reads the pins a run before kept at path (a file unreadable or
+// of another format is set aside, with a warning) and starts keeping them.
+func openPins(s *Store, path string, refresh time.Duration, log logrus.FieldLogger) *Pins {
+	p := &Pins{s: s, log: log, path: path, refresh: max(refresh, time.Second), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p.keptFiles.Store(&map[int64]bool{})
+	p.keptDirs.Store(&map[place.DirKey]bool{})
+	if err := p.load(); err != nil {
+		os.Rename(path, path+".bad")
+		log.WithError(err).WithField("kept_as", path+".bad").Warn("cache: the pins kept are unreadable and set aside; pin again what you need")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.closed.Add(1)
+	go p.run(ctx)
+	return p
+}
+
+type pinsOnDisk struct {
+	Format int   `json:"format"`
+	Pins   []Pin `json:"pins"`
+}
+
+func (p *Pins) load() error {
+	b, err := os.ReadFile(p.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var d pinsOnDisk
+	if err := json.Unmarshal(b, &d); err != nil {
+		return err
+	}
+	if d.Format != pinsFormat {
+		return fmt.Errorf("format %d, this orgfs reads %d", d.Format, pinsFormat)
+	}
+	for _, pin := range d.Pins {
+		p.pins = append(p.pins, &PinState{Pin: pin})
+	}
+	return nil
+}
+
+// saveLocked writes the pins anew, synced, then renamed into place.
+func (p *Pins) saveLocked() error {
+	d := pinsOnDisk{Format: pinsFormat, Pins: []Pin{}}
+	for _, ps := range p.pins {
+		d.Pins = append(d.Pins, ps.Pin)
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := p.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		_, err = f.Write(b)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, p.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cache: writing the pins: %w", err)
+	}
+	return nil
+}
+
+// ErrPinTooLarge is a pin refused: what it covers cannot fit in the content
+// cache's budget beside what is pinned already.
+var ErrPinTooLarge = errors.New("the pin does not fit in the cache")
+
+// Add pins f, of folder parent (a folder: its whole subtree), at path in
+// the mount. It lists what the pin covers first: a pin that cannot fit
+// under the cache's budget, beside the others, is refused with the figures
+// (ErrPinTooLarge). A path pinned already is pinned anew.
+func (p *Pins) Add(ctx context.Context, parent place.DirKey, f api.File, path string) (PinState, error) {
+	pin := Pin{Path: path, Parent: parent, ID: f.ID, Dir: f.IsDir(), Since: time.Now()}
+	files, _, _, err := p.walk(ctx, pin, f)
+	if err != nil {
+		return PinState{}, err
+	}
+	var need int64
+	for _, pf := range files {
+		need += pf.f.Size
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	others := p.pinnedBytesLocked(path)
+	if budget := p.s.Content.Stats().MaxSize; budget > 0 && others+need > budget {
+		return PinState{}, fmt.Errorf("%w: needs %s, %s free under --cache-max-size %s", ErrPinTooLarge,
+			units.FormatSize(need), units.FormatSize(max(0, budget-others)), units.FormatSize(budget))
+	}
+	st := &PinState{Pin: pin, Files: len(files), Bytes: need}
+	p.pins = slices.DeleteFunc(p.pins, func(x *PinState) bool { return x.Path == path })
+	p.pins = append(p.pins, st)
+	slices.SortFunc(p.pins, func(a, b *PinState) int { return strings.Compare(a.Path, b.Path) })
+	if err := p.saveLocked(); err != nil {
+		p.pins = slices.DeleteFunc(p.pins, func(x *PinState) bool { return x == st })
+		return PinState{}, err
+	}
+	p.keepLocked(files, nil)
+	p.kick()
+	return *st, nil
+}
+
+// Remove unpins path (and every pin below it, with under): what they kept
+// is evictable again. It reports how many pins went.
+func (p *Pins) Remove(path string, under bool) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was := p.pins
+	p.pins = slices.DeleteFunc(slices.Clone(p.pins), func(x *PinState) bool {
+		return x.Path == path || under && strings.HasPrefix(x.Path, path+"/")
+	})
+	n := len(was) - len(p.pins)
+	if n == 0 {
+		return 0, nil
+	}
+	if err := p.saveLocked(); err != nil {
+		p.pins = was
+		return 0, err
+	}
+	p.kick() // the next pass keeps only what is still pinned
+	return n, nil
+}
+
+// List is every pin and its state, by path.
+func (p *Pins) List() []PinState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]PinState, len(p.pins))
+	for i, ps := range p.pins {
+		out[i] = *ps
+		out[i].Failed = slices.Clone(ps.Failed)
+	}
+	return out
+}
+
+// Kept reports whether a pin covers file id (the content cache never
+// evicts it).
+func (p *Pins) Kept(id int64) bool { return (*p.keptFiles.Load())[id] }
+
+// KeptDir reports whether a pin covers folder key (its listing is never
+// pruned).
+func (p *Pins) KeptDir(key place.DirKey) bool { return (*p.keptDirs.Load())[key] }
+
+// pinnedBytesLocked is the size of what the pins cover, but the pin at
+// path.
+func (p *Pins) pinnedBytesLocked(path string) int64 {
+	var n int64
+	for _, ps := range p.pins {
+		if ps.Path != path {
+			n += ps.Bytes
+		}
+	}
+	return n
+}
+
+// keepLocked adds files and dirs to the kept sets (a new pin's, before its
+// first pass).
+func (p *Pins) keepLocked(files []pinFile, dirs []place.DirKey) {
+	kf := maps.Clone(*p.keptFiles.Load())
+	for _, pf := range files {
+		kf[pf.f.ID] = true
+	}
+	p.keptFiles.Store(&kf)
+	kd := maps.Clone(*p.keptDirs.Load())
+	for _, k := range dirs {
+		kd[k] = true
+	}
+	p.keptDirs.Store(&kd)
+}
+
+// kick asks for a pass now.
+func (p *Pins) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the pins' work (what is kept stays on disk).
+func (p *Pins) Close() {
+	p.cancel()
+	close(p.done)
+	p.closed.Wait()
+}
+
+// pinFile is a file a pin covers, with its folder and its path.
+type pinFile struct {
+	f    api.File
+	dir  place.DirKey
+	path string
+}
+
+// run makes a pass over every pin now and then (pass), until Close: at
+// once, when asked (kick: a pin added, the service back), and every
+// refresh.
+func (p *Pins) run(ctx context.Context) {
+	defer p.closed.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-p.wake:
+		case <-t.C:
+		}
+		p.pass(ctx)
+		t.Reset(p.refresh)
+	}
+}
+
+// pass lists what every pin covers and fetches what the cache lacks; the
+// kept sets become what the pins cover now.
+func (p *Pins) pass(ctx context.Context) {
+	p.mu.Lock()
+	pins := slices.Clone(p.pins)
+	p.mu.Unlock()
+	keptFiles, keptDirs := map[int64]bool{}, map[place.DirKey]bool{}
+	for _, ps := range pins {
+		if ctx.Err() != nil {
+			return
+		}
+		files, dirs, offline, err := p.walk(ctx, ps.Pin, api.File{ID: ps.ID, Name: filepath.Base(ps.Path), ObjectType: objectType(ps.Dir)})
+		st := PinState{Pin: ps.Pin, Offline: offline}
+		if err != nil {
+			st.Failed = []PinFailure{{Path: ps.Path, Error: err.Error()}}
+			st.Offline = api.IsOffline(err)
+		}
+		for _, pf := range files {
+			keptFiles[pf.f.ID] = true
+			st.Files++
+			st.Bytes += pf.f.Size
+		}
+		for _, k := range dirs {
+			keptDirs[k] = true
+		}
+		p.publish(ps, st)
+		for _, pf := range files {
+			if ctx.Err() != nil {
+				return
+			}
+			ferr := p.fetch(ctx, pf.f)
+			switch {
+			case ferr == nil:
+				st.FilesDone++
+				st.BytesDone += pf.f.Size
+			case api.IsOffline(ferr):
+				st.Offline = true
+			case len(st.Failed) < pinFailuresKept:
+				st.Failed = append(st.Failed, PinFailure{Path: pf.path, Error: ferr.Error()})
+			}
+			p.publish(ps, st)
+		}
+		st.Checked = time.Now()
+		p.publish(ps, st)
+	}
+	p.keptFiles.Store(&keptFiles)
+	p.keptDirs.Store(&keptDirs)
+}
+
+func objectType(dir bool) string {
+	if dir {
+		return api.ObjectDirectory
+	}
+	return api.ObjectFile
+}
+
+// publish makes st the state of pin ps, unless it was unpinned meanwhile.
+func (p *Pins) publish(ps *PinState, st PinState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if slices.Contains(p.pins, ps) {
+		st.Failed = slices.Clone(st.Failed)
+		*ps = st
+	}
+}
+
+// walk lists what pin covers, f being what it pins: the files (a folder's
+// whole subtree) and the folders. Offline, a folder listed before is taken
+// as it was last seen; one never listed is skipped (offline reported).
+func (p *Pins) walk(ctx context.Context, pin Pin, f api.File) (files []pinFile, dirs []place.DirKey, offline bool, err error) {
+	if !pin.Dir {
+		l, err := p.s.Dirs.List(ctx, pin.Parent)
+		if err != nil {
+			return nil, nil, api.IsOffline(err), err
+		}
+		i := slices.IndexFunc(l.Files, func(x api.File) bool { return x.ID == pin.ID })
+		if i < 0 {
+			return nil, nil, false, fmt.Errorf("%s is no longer on the service", pin.Path)
+		}
+		return []pinFile{{f: l.Files[i], dir: pin.Parent, path: pin.Path}}, nil, false, nil
+	}
+	type todo struct {
+		key  place.DirKey
+		path string
+	}
+	queue := []todo{{pin.key(), pin.Path}}
+	for len(queue) > 0 {
+		if ctx.Err() != nil {
+			return files, dirs, offline, ctx.Err()
+		}
+		d := queue[0]
+		queue = queue[1:]
+		l, err := p.s.Dirs.List(ctx, d.key)
+		if err != nil {
+			if api.IsOffline(err) && d.key != pin.key() {
+				offline = true
+				continue
+			}
+			return files, dirs, offline || api.IsOffline(err), err
+		}
+		dirs = append(dirs, d.key)
+		for _, x := range l.Files {
+			if x.IsDir() {
+				queue = append(queue, todo{place.DirKey{Area: d.key.Area, ID: x.ID}, d.path + "/" + x.Name})
+			} else {
+				files = append(files, pinFile{f: x, dir: d.key, path: d.path + "/" + x.Name})
+			}
+		}
+	}
+	return files, dirs, offline, nil
+}
+
+// pinChunk is how much of a file a pin's fetch asks the cache for at once.
+const pinChunk = 8 << 20
+
+// fetch makes f's content whole in the cache (nothing when it is).
+func (p *Pins) fetch(ctx context.Context, f api.File) error {
+	m := MetaOf(f)
+	if f.Size == 0 || p.s.Content.Complete(m) {
+		return nil
+	}
+	r, err := p.s.Fetcher.Open(m)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for off := int64(0); off < f.Size; {
+		n, err := r.Ready(ctx, off, min(pinChunk, f.Size-off))
+		off += n
+		if err == io.EOF && off >= f.Size {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("no content came at offset %d", off)
+		}
+	}
+	if !p.s.Content.Complete(m) {
+		return errors.New("the cache did not keep it (its disk is full?)")
+	}
+	return nil
+}

@@ -62,7 +62,8 @@ func (c *Content) Adopt(m Meta, path string) error {
 
 // same reports whether the entry holds version m. An entry of the mount's
 // own upload takes the service's time of it from the first listing that
-// gives the same size (the id is the upload's own).
+// gives the same size (the id is the upload's own), and keeps answering to
+// its own time too.
 func (e *entry) same(m Meta) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -70,9 +71,13 @@ func (e *entry) same(m Meta) bool {
 		return false
 	}
 	if e.provisional && !e.meta.ModTime.Equal(m.ModTime) {
+		e.ownTime = e.meta.ModTime
 		e.meta.ModTime, e.provisional, e.dirty = m.ModTime, false, true
 	}
-	return e.meta.ModTime.Equal(m.ModTime)
+	// A listing kept from before the service's time was known (a start
+	// offline after a crash: dirs_disk.go) still names the upload by the
+	// mount's own time: the same id, size and upload.
+	return e.meta.ModTime.Equal(m.ModTime) || !e.ownTime.IsZero() && e.ownTime.Equal(m.ModTime)
 }
 
 // Dir is the folder of the content cache's files.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -97,7 +98,7 @@ type Content struct {
 	maxSize   int64
 	blockSize int64
 	log       logrus.FieldLogger
-	keep      func(id int64) bool // never evicted (SetKeep); nil: none
+	keep      atomic.Pointer[func(id int64) bool] // never evicted (SetKeep); nil: none
 
 	mu         sync.Mutex
 	lru        *simplelru.LRU[int64, *entry] // guarded by mu; oldest first
@@ -124,6 +125,7 @@ type entry struct {
 	lastUsed    time.Time
 	savedUsed   time.Time // guarded by mu; lastUsed as last saved
 	provisional bool      // guarded by mu; the mount's own upload, its time not the service's yet (adopt.go)
+	ownTime     time.Time // guarded by mu; the mount's own time of its upload, once the service's replaced it (adopt.go)
 }
 
 // lruSaveEvery is how stale the use time in an entry's record may get (the
@@ -139,6 +141,7 @@ type entryRecord struct {
 	Present     []uint64  `json:"present"`
 	LastUsed    time.Time `json:"last_used"`
 	Provisional bool      `json:"provisional,omitempty"` // the mount's own upload (adopt.go)
+	OwnTime     time.Time `json:"own_time,omitzero"`     // the mount's own time of its upload, once the service's is known (adopt.go)
 }
 
 // OpenContent opens (or creates) the cache in opts.Dir and loads the entries a
@@ -284,7 +287,7 @@ func (c *Content) loadEntry(id int64) (*entry, error) {
 	if int64(len(r.Present)) != (n+63)/64 {
 		return nil, errors.New("bitmap has the wrong length")
 	}
-	e := &entry{id: id, meta: r.Meta, present: r.Present, lastUsed: r.LastUsed, savedUsed: r.LastUsed, provisional: r.Provisional}
+	e := &entry{id: id, meta: r.Meta, present: r.Present, lastUsed: r.LastUsed, savedUsed: r.LastUsed, provisional: r.Provisional, ownTime: r.OwnTime}
 	for i := int64(0); i < n; i++ {
 		if e.has(i) {
 			e.nPresent++
@@ -410,12 +413,14 @@ func (c *Content) openData(e *entry) (*os.File, error) {
 	return f, nil
 }
 
-// SetKeep sets what is never evicted (a pin covers it: cache/pins.go);
-// nil: nothing. Set before use.
-func (c *Content) SetKeep(keep func(id int64) bool) { c.keep = keep }
+// SetKeep sets what is never evicted (a pin covers it: cache/pins.go).
+func (c *Content) SetKeep(keep func(id int64) bool) { c.keep.Store(&keep) }
 
 // kept reports whether id is never evicted.
-func (c *Content) kept(id int64) bool { return c.keep != nil && c.keep(id) }
+func (c *Content) kept(id int64) bool {
+	keep := c.keep.Load()
+	return keep != nil && (*keep)(id)
+}
 
 // Complete reports whether the cache holds the whole content of version m,
 // without taking the entry into use.
@@ -518,7 +523,7 @@ func (c *Content) saveLocked(e *entry) error {
 	if !e.dirty {
 		return nil
 	}
-	b, err := json.Marshal(entryRecord{Meta: e.meta, BlockSize: c.blockSize, Present: e.present, LastUsed: e.lastUsed, Provisional: e.provisional})
+	b, err := json.Marshal(entryRecord{Meta: e.meta, BlockSize: c.blockSize, Present: e.present, LastUsed: e.lastUsed, Provisional: e.provisional, OwnTime: e.ownTime})
 	if err != nil {
 		return err
 	}

@@ -41,8 +41,8 @@ type Listing struct {
 	// one edit of the cache did (Edited).
 	edit *listingEdit
 	// kept: read from the listings kept on disk (dirs_disk.go), not listed
-	// since the start: never fresh, answered at once while it is listed
-	// again in the background.
+	// since the start: never fresh, the answer only while the service
+	// cannot be reached.
 	kept bool
 }
 
@@ -253,15 +253,6 @@ func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 		stale = l
 	}
 	gen := d.gen
-	if ok && l.kept {
-		// Kept on disk: the answer at once, listed again behind it.
-		silent := d.silent
-		d.mu.Unlock()
-		if !silent {
-			d.refreshKept(key, l, gen)
-		}
-		return l, nil
-	}
 	d.mu.Unlock()
 	// The generation is part of the key: a listing asked for after DropAll
 	// never joins a fetch begun before it.
@@ -481,7 +472,7 @@ func (d *Dirs) pruneLocked() {
 	d.adds = 0
 	keep := d.keep.Load()
 	for k, l := range d.dirs {
-		if !d.fresh(l.Fetched) && k.ID >= 0 && (keep == nil || !(*keep)(k)) {
+		if !d.fresh(l.Fetched) && k.ID > 0 && (keep == nil || !(*keep)(k)) { // an area's root stays, as do folders made offline
 			delete(d.dirs, k)
 		}
 	}
@@ -495,6 +486,11 @@ func (d *Dirs) ListAnew(ctx context.Context, key place.DirKey) (*Listing, error)
 	d.Drop(key)
 	l, err := d.List(ctx, key)
 	if err != nil && api.IsOffline(err) && stale != nil {
+		d.mu.Lock()
+		if _, ok := d.dirs[key]; !ok {
+			d.dirs[key] = stale // still the folder as last seen, for what comes next offline
+		}
+		d.mu.Unlock()
 		return stale, nil
 	}
 	return l, err

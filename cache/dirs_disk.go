@@ -16,7 +16,6 @@ package cache
 import (
 	"bufio"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,8 +42,12 @@ type savedListings struct {
 	Format int `json:"format"`
 	// Account names the service and the credentials whose listings these
 	// are (a digest: no secret is written): another's are not read.
-	Account      string         `json:"account"`
-	Saved        time.Time      `json:"saved"`
+	Account string    `json:"account"`
+	Saved   time.Time `json:"saved"`
+	// Clean: written at the unmount, with every change the mount made. A
+	// copy written before a crash may miss the last seconds' (it is used
+	// only while the service cannot be reached).
+	Clean        bool           `json:"clean,omitempty"`
 	Listings     []savedListing `json:"listings"`
 	Seats        []api.Seat     `json:"seats,omitempty"`
 	SeatsFetched time.Time      `json:"seats_fetched,omitzero"`
@@ -59,34 +62,51 @@ type savedListing struct {
 
 // snapshot is what Save writes: the listings the cache holds (none of a
 // folder made offline), those fetched last first, within savedEntriesMax.
-func (d *Dirs) snapshot(account string) savedListings {
+func (d *Dirs) snapshot(account string, clean bool) savedListings {
 	d.mu.Lock()
-	out := savedListings{Format: listingsFormat, Account: account, Saved: d.now()}
+	out := savedListings{Format: listingsFormat, Account: account, Saved: d.now(), Clean: clean}
 	for key, l := range d.dirs {
 		if key.ID >= 0 {
-			out.Listings = append(out.Listings, savedListing{Key: key, Fetched: l.Fetched, Current: l.Current, Files: l.Files})
+			// Without the folders made offline: the journal shows them
+			// again at the start, or a crash left them to nothing.
+			files := l.Files
+			if slices.ContainsFunc(files, func(f api.File) bool { return f.ID < 0 }) {
+				files = slices.DeleteFunc(slices.Clone(files), func(f api.File) bool { return f.ID < 0 })
+			}
+			out.Listings = append(out.Listings, savedListing{Key: key, Fetched: l.Fetched, Current: l.Current, Files: files})
 		}
 	}
 	if d.seats != nil {
 		out.Seats, out.SeatsFetched = d.seats.seats, d.seats.fetched
 	}
 	d.mu.Unlock()
-	slices.SortFunc(out.Listings, func(a, b savedListing) int { return b.Fetched.Compare(a.Fetched) })
-	n := 0
-	for i, l := range out.Listings {
-		if n += len(l.Files); n > savedEntriesMax {
-			out.Listings = out.Listings[:i]
-			break
+	// The areas' roots first (a start offline lists from them), then the
+	// folders listed last, as many as fit.
+	slices.SortFunc(out.Listings, func(a, b savedListing) int {
+		if (a.Key.ID == 0) != (b.Key.ID == 0) {
+			if a.Key.ID == 0 {
+				return -1
+			}
+			return 1
+		}
+		return b.Fetched.Compare(a.Fetched)
+	})
+	n, kept := 0, out.Listings[:0]
+	for _, l := range out.Listings {
+		if n+len(l.Files) <= savedEntriesMax {
+			n += len(l.Files)
+			kept = append(kept, l)
 		}
 	}
+	out.Listings = kept
 	return out
 }
 
 // SaveListings writes the listings the cache holds to path (anew, then
-// renamed into place), for the next start; account names whose they are.
-// It returns how many folders it wrote.
-func (d *Dirs) SaveListings(path, account string) (int, error) {
-	s := d.snapshot(account)
+// renamed into place), for the next start; account names whose they are;
+// clean: the last, at the unmount. It returns how many folders it wrote.
+func (d *Dirs) SaveListings(path, account string, clean bool) (int, error) {
+	s := d.snapshot(account, clean)
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -121,14 +141,21 @@ func (d *Dirs) SaveListings(path, account string) (int, error) {
 var errOtherAccount = errors.New("the listings kept are of another service or credentials")
 
 // LoadListings reads the listings a run before kept at path, when they are
-// account's: each shows at once, as stale (listed again at its first use,
-// in the background, or while the service cannot be reached, as it was).
+// account's: each answers while the service cannot be reached (a start
+// offline, an outage later), as it was last seen; online, the folder is
+// listed as if never cached. Those kept before a crash, which may miss its
+// last changes, are read only for a start offline.
 // Files hidden now stay hidden. None there is no error; a file unreadable,
 // of another format or of another account is set aside (PATH.bad) and
 // reported. It returns how many folders it read.
-func (d *Dirs) LoadListings(path, account string) (int, error) {
+func (d *Dirs) LoadListings(path, account string, offline bool) (int, error) {
 	s, err := readListings(path)
 	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err == nil && !s.Clean && !offline {
+		// Kept before a crash, and the service answers: they would answer
+		// only in an outage, older than what it lists; not read.
 		return 0, nil
 	}
 	if err == nil && s.Format != listingsFormat {
@@ -148,6 +175,10 @@ func (d *Dirs) LoadListings(path, account string) (int, error) {
 			continue
 		}
 		kept := newListing(d.withMadeLocked(l.Key, d.visibleLocked(l.Files)), l.Current, l.Fetched, d.editSeq)
+		// Answered only while the service cannot be reached: online, a
+		// copy answered at once and listed again behind showed what the
+		// mount itself had changed since as it was before, for a moment
+		// (the model test found it), which a disk never does.
 		kept.kept = true
 		d.dirs[l.Key] = kept
 	}
@@ -181,26 +212,31 @@ func HasListings(path, account string) bool {
 }
 
 // listingsSaveEvery is how often the listings are written while they
-// change (and at the end): at most every 10 s, and at most a 20th of the
-// time (a large tree's listings take a while to write).
+// change (and at the end, and when the service becomes unreachable): at
+// most every second, and at most a 20th of the time (a large tree's
+// listings take a while to write: 500,000 entries, about a second).
 const (
-	listingsSaveEvery = 10 * time.Second
+	listingsSaveEvery = time.Second
 	listingsSaveShare = 20
 )
 
 // KeepListings writes the listings to path while they change, in the
-// background (listingsSaveEvery); the stop it returns writes them once
-// more and waits.
-func (d *Dirs) KeepListings(path, account string) (stop func()) {
-	done, stopped := make(chan struct{}), make(chan struct{})
+// background (listingsSaveEvery); now has them written at once (the
+// service just became unreachable: a crash from here starts from what was
+// listed up to now); stop writes them once more and waits.
+func (d *Dirs) KeepListings(path, account string) (now, stop func()) {
+	done, stopped, asked := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 	saved := d.version()
 	var next time.Time
-	save := func(last bool) {
+	// save writes the listings when they changed and the last write is
+	// long enough ago; now: whatever the last write; last: at the end,
+	// clean.
+	save := func(now, last bool) {
 		v, start := d.version(), time.Now()
-		if v == saved || !last && start.Before(next) {
+		if !now && !last && (v == saved || start.Before(next)) {
 			return
 		}
-		n, err := d.SaveListings(path, account)
+		n, err := d.SaveListings(path, account, last)
 		next = start.Add(listingsSaveShare * time.Since(start))
 		if err != nil {
 			d.log.WithError(err).Warn("cache: the listings could not be kept on disk; a restart lists the folders again")
@@ -216,14 +252,22 @@ func (d *Dirs) KeepListings(path, account string) (stop func()) {
 		for {
 			select {
 			case <-t.C:
-				save(false)
+				save(false, false)
+			case <-asked:
+				save(true, false)
 			case <-done:
-				save(true)
+				save(true, true)
 				return
 			}
 		}
 	}()
-	return func() {
+	now = func() {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+	}
+	return now, func() {
 		close(done)
 		<-stopped
 	}
@@ -235,29 +279,4 @@ func (d *Dirs) version() [2]uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return [2]uint64{d.editSeq, uint64(d.stats.listings.Load()+d.stats.seatLists.Load()) + d.gen}
-}
-
-// refreshKept lists folder key again in the background, its listing l kept
-// on disk (answered meanwhile): the listing fetched replaces it; a folder
-// the service no longer has (or refuses) is no longer answered from it.
-func (d *Dirs) refreshKept(key place.DirKey, l *Listing, gen uint64) {
-	ch := d.group.DoChan(listKey(gen, key), func() (any, error) {
-		l, _, err := d.fetchListing(context.Background(), key, gen)
-		return l, err
-	})
-	go func() {
-		res := <-ch
-		switch {
-		case res.Err == nil:
-			d.setSilent(false)
-		case api.IsOffline(res.Err):
-			d.setSilent(true)
-		default:
-			d.mu.Lock()
-			if d.dirs[key] == l {
-				delete(d.dirs, key)
-			}
-			d.mu.Unlock()
-		}
-	}()
 }

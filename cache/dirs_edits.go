@@ -171,15 +171,25 @@ func (d *Dirs) Hide(key place.DirKey, id int64) {
 	d.Remove(key, id)
 }
 
-// HideIDs hides files, wherever they are, in the listings fetched from now
-// on: at the start, the old names of files renamed away whose successors
-// are still staged (none is cached yet).
+// HideIDs hides files, wherever they are, in the listings cached and
+// fetched from now on: at the start, the old names of files renamed away
+// whose successors are still staged, and the deletions journaled.
 func (d *Dirs) HideIDs(ids []int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, id := range ids {
 		if _, ok := d.hide[id]; !ok {
 			d.hide[id] = nil
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	for key, l := range d.dirs { // the listings kept on disk (dirs_disk.go), read before
+		if files := d.visibleLocked(l.Files); len(files) != len(l.Files) {
+			kept := newListing(files, l.Current, l.Fetched, d.editSeq)
+			kept.kept = l.kept
+			d.dirs[key] = kept
 		}
 	}
 }

@@ -50,6 +50,12 @@ type Pin struct {
 	ID     int64        `json:"id"`
 	Dir    bool         `json:"dir,omitempty"`
 	Since  time.Time    `json:"since"`
+	// Above are the folders from the area's root down to Parent: their
+	// listings are kept too, so that the path lists offline.
+	Above []place.DirKey `json:"above,omitempty"`
+	// Size is the bytes it covered at its last pass (what the budget
+	// counts for it until its next).
+	Size int64 `json:"size"`
 }
 
 // key is the folder a folder pin covers.
@@ -60,13 +66,19 @@ func (p Pin) key() place.DirKey { return place.DirKey{Area: p.Parent.Area, ID: p
 // fetched and why.
 type PinState struct {
 	Pin
-	Files     int          `json:"files"`
-	FilesDone int          `json:"files_done"`
-	Bytes     int64        `json:"bytes"`
-	BytesDone int64        `json:"bytes_done"`
-	Failed    []PinFailure `json:"failed,omitempty"`
-	Offline   bool         `json:"offline,omitempty"` // the last pass met the service unreachable
-	Checked   time.Time    `json:"checked,omitzero"`  // the last pass's end
+	Files       int          `json:"files"`
+	FilesDone   int          `json:"files_done"`
+	Bytes       int64        `json:"bytes"`
+	BytesDone   int64        `json:"bytes_done"`
+	FilesFailed int          `json:"files_failed,omitempty"`
+	Failed      []PinFailure `json:"failed,omitempty"`  // the first pinFailuresKept of them
+	Offline     bool         `json:"offline,omitempty"` // the last pass met the service unreachable
+	Checked     time.Time    `json:"checked,omitzero"`  // the last pass's end
+
+	// What it covers, as last listed: kept even while a pass cannot list
+	// it again (offline).
+	files map[int64]bool
+	dirs  []place.DirKey
 }
 
 // PinFailure is a file of a pin that could not be fetched.
@@ -90,7 +102,7 @@ func (p PinState) Summary() string {
 	case p.Offline:
 		return fmt.Sprintf("offline: %d files missing", left)
 	case len(p.Failed) > 0 && !p.Checked.IsZero():
-		return fmt.Sprintf("%d of %d files, %d failed (%s)", p.FilesDone, p.Files, len(p.Failed), p.Failed[0].Error)
+		return fmt.Sprintf("%d of %d files, %d failed (%s)", p.FilesDone, p.Files, max(p.FilesFailed, len(p.Failed)), p.Failed[0].Error)
 	}
 	return fmt.Sprintf("%d of %d files, %s left", p.FilesDone, p.Files, units.FormatSize(p.Bytes-p.BytesDone))
 }
@@ -153,8 +165,9 @@ func (p *Pins) load() error {
 		return fmt.Errorf("format %d, this orgfs reads %d", d.Format, pinsFormat)
 	}
 	for _, pin := range d.Pins {
-		p.pins = append(p.pins, &PinState{Pin: pin})
+		p.pins = append(p.pins, &PinState{Pin: pin, Bytes: pin.Size, dirs: pin.Above})
 	}
+	p.publishKeptLocked()
 	return nil
 }
 
@@ -162,7 +175,9 @@ func (p *Pins) load() error {
 func (p *Pins) saveLocked() error {
 	d := pinsOnDisk{Format: pinsFormat, Pins: []Pin{}}
 	for _, ps := range p.pins {
-		d.Pins = append(d.Pins, ps.Pin)
+		pin := ps.Pin
+		pin.Size = ps.Bytes
+		d.Pins = append(d.Pins, pin)
 	}
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
@@ -197,9 +212,12 @@ var ErrPinTooLarge = errors.New("the pin does not fit in the cache")
 // the mount. It lists what the pin covers first: a pin that cannot fit
 // under the cache's budget, beside the others, is refused with the figures
 // (ErrPinTooLarge). A path pinned already is pinned anew.
-func (p *Pins) Add(ctx context.Context, parent place.DirKey, f api.File, path string) (PinState, error) {
-	pin := Pin{Path: path, Parent: parent, ID: f.ID, Dir: f.IsDir(), Since: time.Now()}
-	files, _, _, err := p.walk(ctx, pin, f)
+func (p *Pins) Add(ctx context.Context, above []place.DirKey, parent place.DirKey, f api.File, path string) (PinState, error) {
+	if f.ID < 0 || parent.ID < 0 {
+		return PinState{}, fmt.Errorf("%s is not on the service yet (made offline): pin it once it is", path)
+	}
+	pin := Pin{Path: path, Parent: parent, ID: f.ID, Dir: f.IsDir(), Since: time.Now(), Above: above}
+	files, dirs, _, err := p.walk(ctx, pin, f)
 	if err != nil {
 		return PinState{}, err
 	}
@@ -207,14 +225,16 @@ func (p *Pins) Add(ctx context.Context, parent place.DirKey, f api.File, path st
 	for _, pf := range files {
 		need += pf.f.Size
 	}
+	budget := p.s.Content.Stats().MaxSize // before Pins.mu: a leaf
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	others := p.pinnedBytesLocked(path)
-	if budget := p.s.Content.Stats().MaxSize; budget > 0 && others+need > budget {
+	if budget > 0 && others+need > budget {
 		return PinState{}, fmt.Errorf("%w: needs %s, %s free under --cache-max-size %s", ErrPinTooLarge,
 			units.FormatSize(need), units.FormatSize(max(0, budget-others)), units.FormatSize(budget))
 	}
 	st := &PinState{Pin: pin, Files: len(files), Bytes: need}
+	st.cover(files, dirs)
 	p.pins = slices.DeleteFunc(p.pins, func(x *PinState) bool { return x.Path == path })
 	p.pins = append(p.pins, st)
 	slices.SortFunc(p.pins, func(a, b *PinState) int { return strings.Compare(a.Path, b.Path) })
@@ -222,9 +242,9 @@ func (p *Pins) Add(ctx context.Context, parent place.DirKey, f api.File, path st
 		p.pins = slices.DeleteFunc(p.pins, func(x *PinState) bool { return x == st })
 		return PinState{}, err
 	}
-	p.keepLocked(files, nil)
+	p.publishKeptLocked()
 	p.kick()
-	return *st, nil
+	return st.copy(), nil
 }
 
 // Remove unpins path (and every pin below it, with under): what they kept
@@ -244,7 +264,7 @@ func (p *Pins) Remove(path string, under bool) (int, error) {
 		p.pins = was
 		return 0, err
 	}
-	p.kick() // the next pass keeps only what is still pinned
+	p.publishKeptLocked() // what they kept is evictable again
 	return n, nil
 }
 
@@ -254,10 +274,26 @@ func (p *Pins) List() []PinState {
 	defer p.mu.Unlock()
 	out := make([]PinState, len(p.pins))
 	for i, ps := range p.pins {
-		out[i] = *ps
-		out[i].Failed = slices.Clone(ps.Failed)
+		out[i] = ps.copy()
 	}
 	return out
+}
+
+// copy is ps for a reader: without what it covers.
+func (ps *PinState) copy() PinState {
+	out := *ps
+	out.Failed, out.files, out.dirs = slices.Clone(ps.Failed), nil, nil
+	return out
+}
+
+// cover makes files and dirs (with the folders above the pin) what ps
+// covers.
+func (ps *PinState) cover(files []pinFile, dirs []place.DirKey) {
+	ps.files = make(map[int64]bool, len(files))
+	for _, pf := range files {
+		ps.files[pf.f.ID] = true
+	}
+	ps.dirs = append(append(slices.Clone(ps.Above), ps.Parent), dirs...)
 }
 
 // Kept reports whether a pin covers file id (the content cache never
@@ -280,19 +316,18 @@ func (p *Pins) pinnedBytesLocked(path string) int64 {
 	return n
 }
 
-// keepLocked adds files and dirs to the kept sets (a new pin's, before its
-// first pass).
-func (p *Pins) keepLocked(files []pinFile, dirs []place.DirKey) {
-	kf := maps.Clone(*p.keptFiles.Load())
-	for _, pf := range files {
-		kf[pf.f.ID] = true
+// publishKeptLocked makes what every pin covers the kept sets: the content
+// cache and the listing cache read them with no lock.
+func (p *Pins) publishKeptLocked() {
+	files, dirs := map[int64]bool{}, map[place.DirKey]bool{}
+	for _, ps := range p.pins {
+		maps.Copy(files, ps.files)
+		for _, k := range ps.dirs {
+			dirs[k] = true
+		}
 	}
-	p.keptFiles.Store(&kf)
-	kd := maps.Clone(*p.keptDirs.Load())
-	for _, k := range dirs {
-		kd[k] = true
-	}
-	p.keptDirs.Store(&kd)
+	p.keptFiles.Store(&files)
+	p.keptDirs.Store(&dirs)
 }
 
 // kick asks for a pass now.
@@ -336,13 +371,13 @@ func (p *Pins) run(ctx context.Context) {
 	}
 }
 
-// pass lists what every pin covers and fetches what the cache lacks; the
-// kept sets become what the pins cover now.
+// pass lists what every pin covers and fetches what the cache lacks. Each
+// pin's walk makes what it covers the kept sets' part of it at once, before
+// its downloads; a walk that fails (offline) keeps what it covered.
 func (p *Pins) pass(ctx context.Context) {
 	p.mu.Lock()
 	pins := slices.Clone(p.pins)
 	p.mu.Unlock()
-	keptFiles, keptDirs := map[int64]bool{}, map[place.DirKey]bool{}
 	for _, ps := range pins {
 		if ctx.Err() != nil {
 			return
@@ -350,18 +385,19 @@ func (p *Pins) pass(ctx context.Context) {
 		files, dirs, offline, err := p.walk(ctx, ps.Pin, api.File{ID: ps.ID, Name: filepath.Base(ps.Path), ObjectType: objectType(ps.Dir)})
 		st := PinState{Pin: ps.Pin, Offline: offline}
 		if err != nil {
-			st.Failed = []PinFailure{{Path: ps.Path, Error: err.Error()}}
-			st.Offline = api.IsOffline(err)
+			st.Failed, st.FilesFailed = []PinFailure{{Path: ps.Path, Error: err.Error()}}, 0
+			st.Offline = offline || api.IsOffline(err)
 		}
 		for _, pf := range files {
-			keptFiles[pf.f.ID] = true
 			st.Files++
 			st.Bytes += pf.f.Size
 		}
-		for _, k := range dirs {
-			keptDirs[k] = true
+		if err == nil {
+			st.cover(files, dirs)
+			p.publish(ps, st, true)
+		} else {
+			p.publish(ps, st, false)
 		}
-		p.publish(ps, st)
 		for _, pf := range files {
 			if ctx.Err() != nil {
 				return
@@ -373,16 +409,17 @@ func (p *Pins) pass(ctx context.Context) {
 				st.BytesDone += pf.f.Size
 			case api.IsOffline(ferr):
 				st.Offline = true
-			case len(st.Failed) < pinFailuresKept:
-				st.Failed = append(st.Failed, PinFailure{Path: pf.path, Error: ferr.Error()})
+			default:
+				st.FilesFailed++
+				if len(st.Failed) < pinFailuresKept {
+					st.Failed = append(st.Failed, PinFailure{Path: pf.path, Error: ferr.Error()})
+				}
 			}
-			p.publish(ps, st)
+			p.publish(ps, st, false)
 		}
 		st.Checked = time.Now()
-		p.publish(ps, st)
+		p.publish(ps, st, false)
 	}
-	p.keptFiles.Store(&keptFiles)
-	p.keptDirs.Store(&keptDirs)
 }
 
 func objectType(dir bool) string {
@@ -392,13 +429,32 @@ func objectType(dir bool) string {
 	return api.ObjectFile
 }
 
-// publish makes st the state of pin ps, unless it was unpinned meanwhile.
-func (p *Pins) publish(ps *PinState, st PinState) {
+// publish makes st the state of pin ps, unless it was unpinned or pinned
+// anew meanwhile; covered: st says what it covers now (else it keeps what
+// it covered), and the size it had changed, the pins are written.
+func (p *Pins) publish(ps *PinState, st PinState, covered bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if slices.Contains(p.pins, ps) {
-		st.Failed = slices.Clone(st.Failed)
-		*ps = st
+	if !slices.Contains(p.pins, ps) || ps.Since != st.Since {
+		return
+	}
+	st.Failed = slices.Clone(st.Failed)
+	if !covered {
+		st.files, st.dirs = ps.files, ps.dirs
+	}
+	if st.Offline && st.Files == 0 && ps.Files > 0 {
+		// Not listed again: as it was, with nothing more fetched.
+		st.Files, st.Bytes = ps.Files, ps.Bytes
+	}
+	resized := st.Bytes != ps.Bytes
+	*ps = st
+	if covered {
+		p.publishKeptLocked()
+	}
+	if resized {
+		if err := p.saveLocked(); err != nil {
+			p.log.WithError(err).Warn("cache: the pins could not be written")
+		}
 	}
 }
 

@@ -91,6 +91,9 @@ type StoreOptions struct {
 	// DirReadAhead is the most folders listed ahead of a reader listing
 	// folders (Dirs.EnableAhead); 0: no listing read-ahead.
 	DirReadAhead int
+	// StartOffline: the service did not answer at the start; the listings
+	// kept before a crash are read too (dirs_disk.go).
+	StartOffline bool
 	// PinRefresh is how often what is pinned is listed again while online,
 	// when longer than DirCacheTime (pins.go); 0: DirCacheTime.
 	PinRefresh time.Duration
@@ -142,6 +145,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	s.Dirs = NewDirs(opts.Client, opts.DirCacheTime, opts.Now)
 	s.Dirs.log = log
 	s.Dirs.EnableAhead(DirAheadOptions{Folders: opts.DirReadAhead, IOTimeout: s.ioTimeout})
+	s.loadListings(opts) // before an upload of a run before lands in one
 	if opts.ReadOnly {
 		s.keepListings(opts)
 		return s, nil
@@ -186,19 +190,28 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 	return s, nil
 }
 
-// keepListings reads back the listings a run before kept (dirs_disk.go),
-// and keeps them from now on.
-func (s *Store) keepListings(opts StoreOptions) {
-	if opts.Account == "" || opts.DirCacheTime <= 0 {
+// keepsListings reports whether the listings are kept on disk.
+func keepsListings(opts StoreOptions) bool { return opts.Account != "" && opts.DirCacheTime > 0 }
+
+// loadListings reads back the listings a run before kept (dirs_disk.go).
+func (s *Store) loadListings(opts StoreOptions) {
+	if !keepsListings(opts) {
 		return
 	}
-	path := filepath.Join(opts.Dir, ListingsFile)
-	if n, err := s.Dirs.LoadListings(path, opts.Account); err != nil {
+	if n, err := s.Dirs.LoadListings(filepath.Join(opts.Dir, ListingsFile), opts.Account, opts.StartOffline); err != nil {
 		s.log.WithError(err).Warn("cache: the listings kept on disk are not used; the folders are listed again")
 	} else if n > 0 {
 		s.log.WithField("folders", n).Info("cache: listings kept from the last run read back; each is listed again at its first use")
 	}
-	s.stopKeeping = s.Dirs.KeepListings(path, opts.Account)
+}
+
+// keepListings keeps the listings on disk from now on, and the pins.
+func (s *Store) keepListings(opts StoreOptions) {
+	if !keepsListings(opts) {
+		return
+	}
+	saveNow, stop := s.Dirs.KeepListings(filepath.Join(opts.Dir, ListingsFile), opts.Account)
+	s.stopKeeping = stop
 	s.Pins = openPins(s, filepath.Join(opts.Dir, PinsFile), max(opts.DirCacheTime, opts.PinRefresh), s.log)
 	s.Content.SetKeep(s.Pins.Kept)
 	keepDir := s.Pins.KeptDir
@@ -208,6 +221,8 @@ func (s *Store) keepListings(opts StoreOptions) {
 		w.WatchReach(func(r api.Reachability) {
 			if r.Online {
 				pins.kick() // what is pinned and missing comes now
+			} else {
+				saveNow() // what was listed until now, for a start offline
 			}
 		})
 	}
@@ -216,6 +231,14 @@ func (s *Store) keepListings(opts StoreOptions) {
 // reachWatcher is the client's word on the service's reach (*api.Client).
 type reachWatcher interface {
 	WatchReach(w func(api.Reachability))
+	Reachability() api.Reachability
+}
+
+// Offline reports whether the client found the service unreachable, and
+// has not found it back since.
+func (s *Store) Offline() bool {
+	w, ok := s.Client.(reachWatcher)
+	return ok && !w.Reachability().Online
 }
 
 // Close closes the parts (staging without draining: Drain first for that).

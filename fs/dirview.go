@@ -179,3 +179,10 @@ func put(m map[string]int, k string, i int) map[string]int {
 	m[k] = i
 	return m
 }
+
+// Shown is the entry of listing l that the mount shows as name (a name
+// told apart, a '/' shown as '／', a link under its link's name), for a
+// path given by a user (.ctl/pins).
+func (f *FS) Shown(l *cache.Listing, name string) (api.File, bool) {
+	return newDirView(l, !f.opts.NoLinks).lookup(name)
+}

@@ -548,3 +548,50 @@ func TestOfflineMkdirIsMadeAtTheReturn(t *testing.T) {
 		t.Errorf("ls docs/trip/day1 after the return: %v", got)
 	}
 }
+
+// Offline, a folder whose content is all in the cache (or staged) is
+// renamed at once: the new folders are made later, the files staged there,
+// the old folder retired at the return. One with content not cached
+// answers EXDEV at once (mv copies what it can read), and stays listed.
+func TestOfflineFolderRename(t *testing.T) {
+	const dirTTL = 500 * time.Millisecond
+	e := newEnv(t, envOptions{DirTTL: dirTTL, IOTimeout: 10 * time.Second})
+	tree := e.mkdir(0, e.root(0), "tree")
+	e.put(0, tree, "a.txt", []byte("a\n"))
+	e.put(0, e.mkdir(0, tree, "sub"), "b.txt", []byte("b\n"))
+	e.put(0, e.mkdir(0, e.root(0), "cold"), "c.txt", []byte("never read\n"))
+	for _, p := range []string{"tree/a.txt", "tree/sub/b.txt"} {
+		if _, err := os.ReadFile(e.Path("shared", p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fstest.ListNames(t, e.Path("shared", "cold"))
+	e.Emu.SetOutage(emulator.OutageRefuse)
+	t.Cleanup(func() { e.Emu.SetOutage(emulator.OutageNone) })
+	time.Sleep(2 * dirTTL)
+	start := time.Now()
+	if err := os.Rename(e.Path("shared", "tree"), e.Path("shared", "moved")); err != nil || time.Since(start) > time.Second {
+		t.Fatalf("rename of a folder all cached, offline: %v after %v", err, time.Since(start))
+	}
+	t.Logf("rename of a folder all cached, offline: %v", time.Since(start).Round(time.Microsecond))
+	start = time.Now()
+	if err := os.Rename(e.Path("shared", "cold"), e.Path("shared", "cold2")); !errors.Is(err, syscall.EXDEV) || time.Since(start) > time.Second {
+		t.Errorf("rename of a folder not cached, offline: %v after %v, want EXDEV at once", err, time.Since(start))
+	}
+	if got := fstest.ListNames(t, e.Path("shared")); !slices.Equal(got, []string{"cold", "moved"}) {
+		t.Errorf("ls offline after the renames: %v", got)
+	}
+	if b, err := os.ReadFile(e.Path("shared", "moved", "sub", "b.txt")); err != nil || string(b) != "b\n" {
+		t.Errorf("a file of the folder renamed, offline: %q, %v", b, err)
+	}
+	e.Emu.SetOutage(emulator.OutageNone)
+	e.Store.Staging.Resume()
+	testkit.WaitFor(t, 10*time.Second, "the journal made", func() bool { return len(e.Store.Journal()) == 0 })
+	e.settle()
+	testkit.WaitFor(t, 10*time.Second, "the old folder retired", func() bool { _, ok := e.serviceFile("tree"); return !ok })
+	for path, want := range map[string]string{"moved/a.txt": "a\n", "moved/sub/b.txt": "b\n", "cold/c.txt": "never read\n"} {
+		if got := e.serviceBytes(path); string(got) != want {
+			t.Errorf("shared/%s on the service: %q", path, got)
+		}
+	}
+}

@@ -58,6 +58,12 @@ func (r *renaming) planTree(ctx context.Context, key place.DirKey) (*treePlan, s
 		p.release()
 		return nil, errno
 	}
+	if p.fetch > 0 && r.src.fsys.store.Offline() {
+		r.src.fsys.log.WithField("path", r.src.Path(nil)+"/"+r.name).WithField("fetch_bytes", p.fetch).
+			Info("fs: the service cannot be reached and the folder's content is not all cached: it cannot be renamed in place; EXDEV (mv copies what it can read)")
+		p.release()
+		return nil, syscall.EXDEV
+	}
 	if len(p.files) > maxTreeFiles || p.fetch > r.src.fsys.opts.RenameFetchMax {
 		r.src.fsys.log.WithField("path", r.src.Path(nil)+"/"+r.name).WithField("files", len(p.files)).
 			WithField("fetch_bytes", p.fetch).Info("fs: folder too large to rename in place; EXDEV (mv copies it)")
@@ -77,8 +83,7 @@ func (r *renaming) walkTree(ctx context.Context, p *treePlan, key place.DirKey) 
 			pending[h.Target().Name] = h
 		}
 	}
-	fsys.store.Dirs.Drop(key)
-	l, err := fsys.store.Dirs.List(ctx, key)
+	l, err := fsys.store.Dirs.ListAnew(ctx, key) // offline: as last seen
 	if err != nil {
 		return Errno(fsys.log, "listing a folder to rename", err)
 	}

@@ -34,6 +34,11 @@ var errFolderWaits = errors.New("its folder, made offline, is not on the service
 // service refused (logged) is not uploaded: it stays staged.
 var errFolderLost = errors.New("its folder, made offline, could not be made on the service (see the log); the file stays staged")
 
+// errNameTaken is why a file staged in a folder made offline is not
+// uploaded once the folder is made: another file was staged at its name
+// in the folder made meanwhile (the newer); it stays staged.
+var errNameTaken = errors.New("another file was written at its name in its folder, made offline, meanwhile; this one stays staged")
+
 // madeLaterLocked reports whether the journal has still to make folder id,
 // made offline. Called with mu held.
 func (s *Staging) madeLaterLocked(id int64) bool {

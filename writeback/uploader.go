@@ -64,9 +64,15 @@ func (s *Staging) worker() {
 			// Its folder, made offline, is not on the service yet: it
 			// goes once the journal made it (startJournalLocked); one the
 			// journal gave up on fails, and stays staged.
-			if s.madeLaterLocked(st.target.ParentID) {
+			switch {
+			case s.madeLaterLocked(st.target.ParentID):
 				st.state, st.lastErr = stRetrying, errFolderWaits
-			} else {
+			case s.realTargetLocked(st.target) != st.target:
+				// Its folder is made, and another file was staged at its
+				// name there meanwhile: that one is the newer.
+				st.state, st.lastErr, st.final = stFailed, errNameTaken, true
+				s.log.WithField("path", st.nameLocked()).Warn("staging: not uploaded: " + errNameTaken.Error())
+			default:
 				st.state, st.lastErr, st.final = stFailed, errFolderLost, true
 				s.log.WithField("path", st.nameLocked()).Warn("staging: not uploaded: " + errFolderLost.Error())
 			}

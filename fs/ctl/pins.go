@@ -72,11 +72,11 @@ func (t *Tree) pinsAction() *action {
 				}
 			}
 			for _, p := range pin {
-				parent, f, err := t.resolve(ctx, p)
+				above, parent, f, err := t.resolve(ctx, p)
 				if err != nil {
 					return nil, err
 				}
-				st, err := t.store.Pins.Add(ctx, parent, f, p)
+				st, err := t.store.Pins.Add(ctx, above, parent, f, p)
 				switch {
 				case errors.Is(err, cache.ErrPinTooLarge):
 					return nil, refuse(syscall.ENOSPC, "%s: %v", p, err)
@@ -96,9 +96,10 @@ func (t *Tree) pinsAction() *action {
 func cleanPath(p string) string { return strings.Trim(strings.TrimSpace(p), "/") }
 
 // resolve finds what path names in the mount (shared/..., computers/NAME/...,
-// recordings/...): its folder and its record (an area's root: a folder of
-// id 0).
-func (t *Tree) resolve(ctx context.Context, path string) (place.DirKey, api.File, error) {
+// recordings/...), by the names the mount shows: its folder, the folders
+// above that from the area's root, and its record (an area's root: a
+// folder of id 0).
+func (t *Tree) resolve(ctx context.Context, path string) (above []place.DirKey, parent place.DirKey, f api.File, err error) {
 	parts := strings.Split(path, "/")
 	var key place.DirKey
 	switch {
@@ -109,33 +110,41 @@ func (t *Tree) resolve(ctx context.Context, path string) (place.DirKey, api.File
 	case parts[0] == "computers" && len(parts) > 1:
 		seats, err := t.store.Dirs.Seats(ctx)
 		if err != nil {
-			return key, api.File{}, refuse(syscall.EIO, "listing computers: %v", err)
+			return nil, key, f, refuse(syscall.EIO, "listing computers: %v", err)
 		}
 		i := slices.Index(fs.ComputerNames(seats), parts[1])
 		if i < 0 {
-			return key, api.File{}, refuse(syscall.ENOENT, "%s: no such computer", path)
+			return nil, key, f, refuse(syscall.ENOENT, "%s: no such computer", path)
 		}
 		key, parts = place.DirKey{Area: place.Area{Kind: place.Machine, MachineID: seats[i].ID}}, parts[2:]
 	default:
-		return key, api.File{}, refuse(syscall.EINVAL, "%s: a path in the mount is pinned: shared/..., computers/NAME/..., recordings/...", path)
+		return nil, key, f, refuse(syscall.EINVAL, "%s: a path in the mount is pinned: shared/..., computers/NAME/..., recordings/...", path)
 	}
-	parent, f := key, api.File{ID: 0, Name: path, ObjectType: api.ObjectDirectory}
+	parent, f = key, api.File{ID: 0, Name: path, ObjectType: api.ObjectDirectory}
 	for i, name := range parts {
 		l, err := t.store.Dirs.List(ctx, key)
 		if err != nil {
-			return key, api.File{}, refuse(syscall.EIO, "listing %s: %v", strings.Join(parts[:i], "/"), err)
+			return nil, key, f, refuse(syscall.EIO, "listing %s: %v", strings.Join(parts[:i], "/"), err)
 		}
-		j := slices.IndexFunc(l.Files, func(x api.File) bool { return x.Name == name })
-		if j < 0 {
-			return key, api.File{}, refuse(syscall.ENOENT, "%s: not on the service (a file not uploaded yet is pinned once it is)", path)
+		var found bool
+		if t.mount != nil {
+			f, found = t.mount.Shown(l, name)
+		} else if j := slices.IndexFunc(l.Files, func(x api.File) bool { return x.Name == name }); j >= 0 {
+			f, found = l.Files[j], true
 		}
-		parent, f = key, l.Files[j]
+		switch {
+		case !found:
+			return nil, key, f, refuse(syscall.ENOENT, "%s: not on the service (a file not uploaded yet is pinned once it is)", path)
+		case f.ID < 0:
+			return nil, key, f, refuse(syscall.EAGAIN, "%s: made offline, not on the service yet: pin it once it is", path)
+		case i < len(parts)-1 && !f.IsDir():
+			return nil, key, f, refuse(syscall.ENOTDIR, "%s: %s is a file", path, name)
+		}
+		parent = key
 		if i < len(parts)-1 {
-			if !f.IsDir() {
-				return key, api.File{}, refuse(syscall.ENOTDIR, "%s: %s is a file", path, name)
-			}
+			above = append(above, key)
 			key = place.DirKey{Area: key.Area, ID: f.ID}
 		}
 	}
-	return parent, f, nil
+	return above, parent, f, nil
 }

@@ -112,7 +112,7 @@ func runMount(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.CacheDir, "cache-dir", o.CacheDir, "where content is cached (default: the user's cache dir, one subfolder per endpoint and key)")
 	fs.Var(&o.CacheMaxSize, "cache-max-size", "byte budget of the content cache, e.g. 10G (files open are never evicted)")
 	fs.Var((*units.Duration)(&o.DirCacheTime), "dir-cache-time", "how long folder listings are cached")
-	fs.Var((*units.Duration)(&o.PinRefresh), "pin-refresh", "how often what is pinned (orgfs pin) is listed again while online, when longer than --dir-cache-time (a large pinned tree lists a folder per request); 0: --dir-cache-time, 1m at least")
+	fs.Var((*units.Duration)(&o.PinRefresh), "pin-refresh", "how often what is pinned (orgfs pin) is listed again while online, when longer than --dir-cache-time (a large pinned tree lists a folder per request); 0: --dir-cache-time")
 	fs.IntVar(&o.DirReadAhead, "dir-read-ahead", o.DirReadAhead, "listing read-ahead: when a folder is listed, its subfolders (and theirs) are listed in the background, up to this many folders ahead of the reader, 16 at once; 0: off")
 	fs.Var(&o.ReadAhead, "read-ahead", "how far ahead of a sequential reader content is fetched; default (0): as far as a file's 2x --transfers requests of 8M at once reach, 256M at --transfers 16, 512M at most")
 	fs.Var(&o.RenameFetch, "rename-fetch-max", "the most content not in the cache a folder rename downloads before it returns; a larger folder answers EXDEV, so mv copies it with progress")
@@ -255,11 +255,11 @@ func mount(dir string, o mountOptions, log *logrus.Logger, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := startOffline(unreachable, cacheDir, creds, log); err != nil {
+	if err := startOffline(unreachable, cacheDir, creds, o.DirCacheTime > 0, log); err != nil {
 		return err
 	}
 	client.Unreachable(unreachable) // offline from the start, when it is
-	st, err := openStores(client, cacheDir, creds, o, log, &atExit)
+	st, err := openStores(client, cacheDir, creds, unreachable != nil, o, log, &atExit)
 	if err != nil {
 		return err
 	}
@@ -390,12 +390,12 @@ func openCacheDir(o mountOptions, creds api.Credentials, atExit *exitStack) (str
 // openStores opens the caches in cacheDir and has them closed at exit, the
 // pending uploads drained first. Uploads of an earlier run (a crash, a drain
 // cut short) resume at once.
-func openStores(client *api.Client, cacheDir string, creds api.Credentials, o mountOptions, log logrus.FieldLogger, atExit *exitStack) (*cache.Store, error) {
+func openStores(client *api.Client, cacheDir string, creds api.Credentials, offline bool, o mountOptions, log logrus.FieldLogger, atExit *exitStack) (*cache.Store, error) {
 	store, err := cache.OpenStore(cache.StoreOptions{
 		Dir: cacheDir, Client: client, MaxSize: int64(o.CacheMaxSize), DirCacheTime: o.DirCacheTime, PinRefresh: o.PinRefresh,
 		ReadAhead: int64(o.ReadAhead), Transfers: o.Transfers, WriteBack: o.WriteBack, ReadOnly: o.ReadOnly, Log: log,
 		Desk: o.DeskName, IOTimeout: o.IOTimeout, DirReadAhead: o.DirReadAhead,
-		Account: cache.AccountOf(creds.Endpoint, creds.Key),
+		Account: cache.AccountOf(creds.Endpoint, creds.Key), StartOffline: offline,
 	})
 	if err != nil {
 		return nil, err

@@ -133,10 +133,13 @@ func cacheHome() (string, error) {
 // when the cache dir holds the listings a mount of the same service and
 // credentials kept (cache.ListingsFile), and answers from them and the
 // cached content until the service is back; else the start fails, in one
-// line.
-func startOffline(unreachable error, cacheDir string, creds api.Credentials, log logrus.FieldLogger) error {
+// line (also without a listing cache: listings).
+func startOffline(unreachable error, cacheDir string, creds api.Credentials, listings bool, log logrus.FieldLogger) error {
 	if unreachable == nil {
 		return nil
+	}
+	if !listings {
+		return fmt.Errorf("%w (and with --dir-cache-time 0 no listing is kept to start offline from)", unreachable)
 	}
 	if !cache.HasListings(filepath.Join(cacheDir, cache.ListingsFile), cache.AccountOf(creds.Endpoint, creds.Key)) {
 		return fmt.Errorf("%w (and the cache dir %s holds no listings of an earlier mount to start offline from)", unreachable, cacheDir)

@@ -150,8 +150,8 @@ func serviceBytesOK(client *api.Client, path string) []byte {
 // orgfs pin keeps a folder on this desk: what it covers is downloaded in
 // the background and not evicted by reads of other files past the cache's
 // budget, reads offline, follows another desk's new file, lasts across a
-// restart; a pin that cannot fit is refused with the figures; orgfs unpin
-// ends it.
+// restart and reads after a start offline; a pin that cannot fit is
+// refused with the figures; orgfs unpin ends it.
 func TestPinKeepsAFolderOnThisDesk(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
 	creds := writeCreds(t, testkit.Creds(t, srv, emulator.OrgA))
@@ -242,6 +242,18 @@ func TestPinKeepsAFolderOnThisDesk(t *testing.T) {
 	d.wait()
 	d = startDaemon(t, dir, args...)
 	waitPin("the pin after a restart", func(p cache.PinState) bool { return p.Path == "shared/keep" && p.FilesDone == 4 })
+	// A start offline: the pinned tree lists and reads, down to its last
+	// folder, though other folders were listed since.
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	d.wait()
+	srv.Emulator.SetOutage(emulator.OutageRefuse)
+	d = startDaemon(t, dir, args...)
+	for name, want := range kept {
+		if b, err := os.ReadFile(sh("keep", name)); err != nil || !bytes.Equal(b, want) {
+			t.Errorf("keep/%s after a start offline: %d bytes, %v", name, len(b), err)
+		}
+	}
+	srv.Emulator.SetOutage(emulator.OutageNone)
 	if code, out := orgfsCmd(t, "unpin", sh("keep")); code != 0 {
 		t.Fatalf("orgfs unpin: %d %s", code, out)
 	}

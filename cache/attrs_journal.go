@@ -124,7 +124,7 @@ func (m *Attrs) record(r attrRecord) {
 func (m *Attrs) rewriteLocked() error {
 	j := m.journal
 	tmp := j.path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // it names the organization's files
 	if err != nil {
 		return err
 	}

@@ -133,3 +133,20 @@ func TestAttrsMoveAsTheUploadEnds(t *testing.T) {
 		t.Fatalf("renamed as its upload ended, the file shows %+v", a)
 	}
 }
+
+// The attribute store names the organization's files: it is written 0600,
+// also over one an earlier version wrote 0644.
+func TestAttrsStoreIsPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), AttrsFile)
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := OpenAttrs(path, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, %v; want 0600", AttrsFile, fi.Mode(), err)
+	}
+}

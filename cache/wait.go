@@ -93,8 +93,20 @@ func (s *Store) settled(ctx context.Context, do func(ctx context.Context) error)
 // Flush is Staging.Flush for a caller (fsync): it gives up with a
 // *TimeoutError once no upload of the mount sent a byte for the I/O timeout
 // since it began (an outage); the upload goes on and retries by itself. A
-// slow link, where bytes go on leaving, is waited for.
+// slow link, where bytes go on leaving, is waited for. Offline (the service
+// cannot be reached, or the file's folder was made offline and waits for
+// it), the staging copy is made durable on this desk instead, and the
+// answer is nil: an editor saving offline saves; the file goes up at the
+// return, and orgfs sync is how to wait for the service.
 func (s *Store) Flush(ctx context.Context, st *writeback.Staged) error {
+	err := s.flush(ctx, st)
+	if err != nil && writeback.WaitsForService(err) && ctx.Err() == nil {
+		return s.Staging.SyncStaged(st)
+	}
+	return err
+}
+
+func (s *Store) flush(ctx context.Context, st *writeback.Staged) error {
 	if s.ioTimeout <= 0 {
 		return s.Staging.Flush(ctx, st)
 	}

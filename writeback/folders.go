@@ -30,6 +30,13 @@ import (
 // uploaded yet.
 var errFolderWaits = errors.New("its folder, made offline, is not on the service yet")
 
+// WaitsForService reports whether err, a flush's, says the file waits for
+// the service: it cannot be reached, or the file's folder was made offline
+// and is not on the service yet.
+func WaitsForService(err error) bool {
+	return api.IsOffline(err) || errors.Is(err, errFolderWaits)
+}
+
 // errFolderLost is why a file staged in a folder made offline that the
 // service refused (logged) is not uploaded: it stays staged.
 var errFolderLost = errors.New("its folder, made offline, could not be made on the service (see the log); the file stays staged")

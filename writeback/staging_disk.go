@@ -50,6 +50,15 @@ const (
 	recUploaded = "uploaded" // on the service; the files only wait to be removed
 )
 
+// SyncStaged makes st durable on local disk, its data and the staging's
+// records: what an fsync offline can promise (it goes up at the return).
+func (s *Staging) SyncStaged(st *Staged) error {
+	if err := st.File().Sync(); err != nil {
+		return fmt.Errorf("staging: %w", err)
+	}
+	return s.SyncDir()
+}
+
 // SyncDir makes the staging's records durable on local disk: the folder
 // that holds them is synced (records are written by rename).
 func (s *Staging) SyncDir() error {

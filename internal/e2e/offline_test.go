@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,6 +82,10 @@ func TestStartOffline(t *testing.T) {
 	if _, out := orgfsCmd(t, "status", dir); !strings.Contains(out, "offline since") {
 		t.Errorf("orgfs status offline:\n%s", out)
 	}
+	start = time.Now()
+	if code, out := orgfsCmd(t, "sync", dir); code == 0 || !strings.Contains(out, "later.txt") || time.Since(start) > 2*time.Second {
+		t.Errorf("orgfs sync offline: exit %d after %v, want a failure at once naming what waits:\n%s", code, time.Since(start), out)
+	}
 	if out := d.out.String(); !strings.Contains(out, "starting offline") {
 		t.Errorf("the log does not say the mount starts offline:\n%s", out)
 	}
@@ -148,9 +153,10 @@ func serviceBytesOK(client *api.Client, path string) []byte {
 }
 
 // orgfs pin keeps a folder on this desk: what it covers is downloaded in
-// the background and not evicted by reads of other files past the cache's
-// budget, reads offline, follows another desk's new file, lasts across a
-// restart and reads after a start offline; a pin that cannot fit is
+// the background and not evicted by reads of three times the cache's
+// budget, reads offline, follows another desk's new file and new version,
+// lasts across a restart, lists and reads identical after a start offline
+// (where a file never read answers EIO at once); a pin that cannot fit is
 // refused with the figures; orgfs unpin ends it.
 func TestPinKeepsAFolderOnThisDesk(t *testing.T) {
 	srv := emutest.Start(t, emulator.Options{Seed: emulator.SeedEmpty})
@@ -173,8 +179,8 @@ func TestPinKeepsAFolderOnThisDesk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"other1.bin", "other2.bin", "other3.bin"} {
-		if err := os.WriteFile(sh(name), testkit.RandBytes(1<<20, 9), 0o644); err != nil {
+	for _, name := range []string{"other1.bin", "other2.bin", "other3.bin", "never-read.bin"} {
+		if err := os.WriteFile(sh(name), testkit.RandBytes(3<<20, 9), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,8 +211,8 @@ func TestPinKeepsAFolderOnThisDesk(t *testing.T) {
 	if code, out := orgfsCmd(t, "pin", "--list", dir); code != 0 || !strings.Contains(out, "complete") {
 		t.Errorf("orgfs pin --list: %d %s", code, out)
 	}
-	// Reads of 3 MiB more than the 3 MiB budget: the LRU evicts, but not
-	// what is pinned.
+	// Reads of three times the 3 MiB budget: the LRU evicts, but not what
+	// is pinned.
 	for _, name := range []string{"other1.bin", "other2.bin", "other3.bin"} {
 		if _, err := os.ReadFile(sh(name)); err != nil {
 			t.Fatal(err)
@@ -227,8 +233,9 @@ func TestPinKeepsAFolderOnThisDesk(t *testing.T) {
 	}
 	srv.Emulator.SetOutage(emulator.OutageNone)
 
-	// Another desk's new file in the pinned folder is fetched at the next
-	// pass (--dir-cache-time); the pin lasts across a restart.
+	// Another desk's new file in the pinned folder, and its new version of
+	// a pinned file, are fetched at the next pass (--dir-cache-time); the
+	// pin lasts across a restart.
 	theirs := testkit.RandBytes(100<<10, 11)
 	keepDir, ok := serviceFolder(client, "keep")
 	if !ok {
@@ -237,7 +244,15 @@ func TestPinKeepsAFolderOnThisDesk(t *testing.T) {
 	if _, err := client.Upload(context.Background(), api.UploadRequest{ParentID: keepDir, Name: "theirs.bin", Size: int64(len(theirs)), Body: bytes.NewReader(theirs)}); err != nil {
 		t.Fatal(err)
 	}
-	waitPin("another desk's file fetched", func(p cache.PinState) bool { return p.Files == 4 && p.FilesDone == 4 })
+	kept["theirs.bin"] = theirs
+	changed := testkit.RandBytes(600<<10, 12)
+	if _, err := client.Upload(context.Background(), api.UploadRequest{ParentID: keepDir, Name: "a.bin", Size: int64(len(changed)), Body: bytes.NewReader(changed), Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	kept["a.bin"] = changed
+	waitPin("another desk's changes fetched", func(p cache.PinState) bool {
+		return p.Files == 4 && p.FilesDone == 4 && p.Bytes == int64(len(changed)+len(theirs)+len(kept["sub/b.bin"])+len(kept["sub/deeper/c.bin"])) && !p.Checked.IsZero()
+	})
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	d.wait()
 	d = startDaemon(t, dir, args...)
@@ -248,10 +263,17 @@ func TestPinKeepsAFolderOnThisDesk(t *testing.T) {
 	d.wait()
 	srv.Emulator.SetOutage(emulator.OutageRefuse)
 	d = startDaemon(t, dir, args...)
+	if got := listNames(t, sh("keep")); !slices.Equal(got, []string{"a.bin", "sub", "theirs.bin"}) {
+		t.Errorf("ls keep after a start offline: %v", got)
+	}
 	for name, want := range kept {
 		if b, err := os.ReadFile(sh("keep", name)); err != nil || !bytes.Equal(b, want) {
 			t.Errorf("keep/%s after a start offline: %d bytes, %v", name, len(b), err)
 		}
+	}
+	start := time.Now()
+	if _, err := os.ReadFile(sh("never-read.bin")); !errors.Is(err, syscall.EIO) || time.Since(start) > time.Second {
+		t.Errorf("a file never read, after a start offline: %v after %v, want EIO at once", err, time.Since(start))
 	}
 	srv.Emulator.SetOutage(emulator.OutageNone)
 	if code, out := orgfsCmd(t, "unpin", sh("keep")); code != 0 {

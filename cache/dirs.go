@@ -496,11 +496,22 @@ func (d *Dirs) ListAnew(ctx context.Context, key place.DirKey) (*Listing, error)
 	return l, err
 }
 
-// Drop forgets one folder's listing; one on its way is not stored either.
+// Drop has one folder listed anew at its next read (one listing on its way
+// is not stored either); the listing it had stays, never fresh, as the
+// answer while the service cannot be reached.
 func (d *Dirs) Drop(key place.DirKey) {
 	d.mu.Lock()
 	key = d.realLocked(key)
-	delete(d.dirs, key)
+	if l, ok := d.dirs[key]; ok && key.ID >= 0 && !l.kept {
+		// Kept as last seen, never fresh: listed anew at the next read,
+		// and the answer while the service cannot be reached (and in the
+		// listings kept on disk for a start offline).
+		stale := newListing(l.Files, l.Current, l.Fetched, d.editSeq)
+		stale.kept = true
+		d.dirs[key] = stale
+	} else if !ok || key.ID < 0 {
+		delete(d.dirs, key)
+	}
 	d.logLocked(key, nil)
 	d.mu.Unlock()
 	if w := d.watch.Load(); w != nil && w.Dropped != nil {

@@ -177,7 +177,9 @@ func (s *Staging) Resume() {
 // Called with mu held.
 func (s *Staging) resumeUploadsLocked() {
 	for _, st := range s.sortedLocked() {
-		if st.state == stRetrying && st.writers == 0 {
+		// One still open waits for its close, unless an fsync waits for it
+		// (Flush): its folder made offline may be made now.
+		if st.state == stRetrying && (st.writers == 0 || st.flushers > 0) {
 			s.enqueueLocked(st, false)
 		}
 	}

@@ -90,6 +90,7 @@ type reach struct {
 	mu        sync.Mutex
 	state     Reachability           // guarded by mu
 	checking  chan struct{}          // guarded by mu; closed when the probe in flight ends
+	started   time.Time              // guarded by mu; when the probe in flight (or the last) began
 	lastOK    bool                   // guarded by mu; the last probe's word
 	lastProbe time.Time              // guarded by mu; when the last probe ended
 	looping   bool                   // guarded by mu; the probe loop runs (offline)
@@ -169,22 +170,31 @@ func (r *reach) notifyLocked(s Reachability) {
 // check has the service probed, or joins the probe in flight, and waits for
 // its word (or ctx's end: then the last word): whether it can be reached.
 // A probe that cannot connect, or gets no answer in time, sets offline.
-func (r *reach) check(ctx context.Context) bool {
-	r.mu.Lock()
-	ch := r.checking
-	if ch == nil {
-		ch = make(chan struct{})
-		r.checking = ch
-		go r.run(ch)
+// Only a probe begun at or after since speaks for a failure at since: one
+// in flight from before (it may have been answered just before the
+// network went) is waited for, then another is begun.
+func (r *reach) check(ctx context.Context, since time.Time) bool {
+	for {
+		r.mu.Lock()
+		ch := r.checking
+		if ch == nil {
+			ch = make(chan struct{})
+			r.checking, r.started = ch, time.Now()
+			go r.run(ch)
+		}
+		fresh := !r.started.Before(since)
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		r.mu.Lock()
+		ok := r.lastOK
+		r.mu.Unlock()
+		if fresh || !ok || ctx.Err() != nil {
+			return ok
+		}
 	}
-	r.mu.Unlock()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastOK
 }
 
 // kick starts a probe when none ran for reachProbeMin: a request refused
@@ -195,7 +205,7 @@ func (r *reach) kick() {
 	due := r.checking == nil && time.Since(r.lastProbe) >= reachProbeMin
 	r.mu.Unlock()
 	if due {
-		go r.check(context.Background())
+		go r.check(context.Background(), time.Time{})
 	}
 }
 
@@ -242,7 +252,7 @@ func (r *reach) loop() {
 	wait := reachProbeMin
 	for {
 		time.Sleep(wait)
-		if r.now().Online || r.check(context.Background()) {
+		if r.now().Online || r.check(context.Background(), time.Time{}) {
 			r.mu.Lock()
 			if r.state.Online {
 				r.looping = false
@@ -286,7 +296,7 @@ func unreachable(err error) (reason string, silent, cut bool) {
 			return "no answer to the connection", true, false
 		}
 		return "the connection could not be made", false, false
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		strings.Contains(err.Error(), "connection reset"), strings.Contains(err.Error(), "server closed"):
 		return "the connection was cut before an answer", false, true
 	}
@@ -336,6 +346,7 @@ func (c *Client) probe(ctx context.Context) error {
 // retry), or found so by a probe now (a lone reset or lost answer, which
 // the probe gets past, is retried as before); nil otherwise.
 func (c *Client) offlineAfter(ctx context.Context, err error) *OfflineError {
+	failed := time.Now()
 	var oe *OfflineError
 	if errors.As(err, &oe) {
 		return oe // not sent: silent
@@ -343,7 +354,7 @@ func (c *Client) offlineAfter(ctx context.Context, err error) *OfflineError {
 	if reason, _, _ := unreachable(err); reason == "" || c.opts.NoReach {
 		return nil
 	}
-	if s := c.reach.now(); s.Online && c.reach.check(ctx) {
+	if s := c.reach.now(); s.Online && c.reach.check(ctx, failed) {
 		return nil
 	}
 	s := c.reach.now()
@@ -388,7 +399,7 @@ func (g *reachGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !probe && req.ContentLength < probeBodyMax {
 		// Not for a large body: its sending is no wait for an answer
 		// (stallGuard cuts one that stops moving).
-		t = time.AfterFunc(g.r.after, func() { g.r.check(context.Background()) })
+		t = time.AfterFunc(g.r.after, func() { g.r.check(context.Background(), time.Time{}) })
 	}
 	resp, err := g.base.RoundTrip(req)
 	if t != nil {

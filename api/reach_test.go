@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,5 +157,49 @@ func TestALoneCutIsNotOffline(t *testing.T) {
 	}
 	if r := refusing.Reachability(); !r.Online {
 		t.Fatalf("reachability %+v after an error answer, want online", r)
+	}
+}
+
+// A failure is judged by a probe begun after it: one already in flight
+// (answered just before the network went) is waited for, and another asks
+// again. Joining the older probe took its answer as the service's word, and
+// a request refused offline failed with its transport error instead of
+// going offline.
+func TestAProbeFromBeforeAFailureDoesNotSpeakForIt(t *testing.T) {
+	release := make(chan struct{})
+	var probes atomic.Int32
+	r := newReach(func(ctx context.Context) error {
+		if probes.Add(1) == 1 {
+			<-release // answered, but only once the network went
+			return nil
+		}
+		return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}, logging.Discard(), 0)
+	early := make(chan bool)
+	go func() { early <- r.check(context.Background(), time.Time{}) }()
+	waitUntil(t, func() bool { return probes.Load() == 1 })
+	failed := time.Now()
+	late := make(chan bool)
+	go func() { late <- r.check(context.Background(), failed) }()
+	time.Sleep(20 * time.Millisecond) // the late caller joins the probe in flight
+	close(release)
+	if !<-early {
+		t.Fatal("the probe begun before the failure: unreachable, want its own answer (reachable)")
+	}
+	if <-late {
+		t.Fatalf("a failure judged by the probe begun before it: reachable after %d probes, want a probe of its own (refused)", probes.Load())
+	}
+	if r.now().Online {
+		t.Fatalf("reachability %+v after a refused probe, want offline", r.now())
+	}
+}
+
+// waitUntil polls cond for up to 5 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("timed out")
+		}
 	}
 }

@@ -44,6 +44,12 @@ type Listing struct {
 	// since the start: never fresh, the answer only while the service
 	// cannot be reached.
 	kept bool
+	// behind: kept, and written at a clean unmount with every change the
+	// mount made: online too, the answer at once while the folder is
+	// listed again behind (a restart answers a folder listed before
+	// without waiting for the service), until a change of the mount's own
+	// drops it (Drop).
+	behind bool
 }
 
 // listingEdit is one edit of a folder's listing (Dirs.Put, Remove): the
@@ -256,12 +262,33 @@ func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 	d.mu.Unlock()
 	// The generation is part of the key: a listing asked for after DropAll
 	// never joins a fetch begun before it.
-	v, err := d.shared(ctx, listKey(gen, key), func() (any, error) {
+	fetch := func() (any, error) {
 		d.readerFetch(1)
 		defer d.readerFetch(-1)
 		l, _, err := d.fetchListing(context.WithoutCancel(ctx), key, gen)
 		return l, err
-	}, stale)
+	}
+	if ok && l.behind {
+		// Kept at a clean unmount: the answer now, listed again behind.
+		// An answer that is no listing (the folder is gone) is for the
+		// next caller to meet: the copy is answered no more.
+		d.begin(listKey(gen, key), func() (any, error) {
+			v, err := fetch()
+			if err != nil && !api.IsOffline(err) {
+				d.mu.Lock()
+				if cur := d.dirs[key]; cur == l {
+					stale := newListing(l.Files, l.Current, l.Fetched, l.Seq)
+					stale.kept = true
+					d.dirs[key] = stale
+				}
+				d.mu.Unlock()
+			}
+			return v, err
+		})
+		d.stats.stale.Add(1)
+		return l, nil
+	}
+	v, err := d.shared(ctx, listKey(gen, key), fetch, stale)
 	if err != nil {
 		return nil, err
 	}
@@ -325,16 +352,7 @@ func (d *Dirs) fetchListing(ctx context.Context, key place.DirKey, gen uint64) (
 // silent, when the fetch finds it offline (api.IsOffline), or when the
 // caller's I/O timeout ends its wait (see Dirs).
 func (d *Dirs) shared(ctx context.Context, key string, fetch func() (any, error), stale any) (any, error) {
-	ch := d.group.DoChan(key, func() (any, error) {
-		v, err := fetch()
-		switch {
-		case err == nil:
-			d.setSilent(false)
-		case api.IsOffline(err):
-			d.setSilent(true) // the read-ahead stops
-		}
-		return v, err
-	})
+	ch := d.begin(key, fetch)
 	d.mu.Lock()
 	silent := d.silent
 	d.mu.Unlock()
@@ -363,6 +381,21 @@ func (d *Dirs) shared(ctx context.Context, key string, fetch func() (any, error)
 	}
 	d.stats.stale.Add(1)
 	return stale, nil
+}
+
+// begin runs fetch for key, or joins the one running: its answer tells
+// whether the service is silent.
+func (d *Dirs) begin(key string, fetch func() (any, error)) <-chan singleflight.Result {
+	return d.group.DoChan(key, func() (any, error) {
+		v, err := fetch()
+		switch {
+		case err == nil:
+			d.setSilent(false)
+		case api.IsOffline(err):
+			d.setSilent(true) // the read-ahead stops
+		}
+		return v, err
+	})
 }
 
 // setSilent records whether the service is silent; a change is logged. The
@@ -502,7 +535,7 @@ func (d *Dirs) ListAnew(ctx context.Context, key place.DirKey) (*Listing, error)
 func (d *Dirs) Drop(key place.DirKey) {
 	d.mu.Lock()
 	key = d.realLocked(key)
-	if l, ok := d.dirs[key]; ok && key.ID >= 0 && !l.kept {
+	if l, ok := d.dirs[key]; ok && key.ID >= 0 && (!l.kept || l.behind) {
 		// Kept as last seen, never fresh: listed anew at the next read,
 		// and the answer while the service cannot be reached (and in the
 		// listings kept on disk for a start offline).

@@ -2,9 +2,10 @@ package cache
 
 // The listings kept on disk: what the listing cache holds is written to the
 // cache dir (ListingsFile) in the background, now and then and at the end,
-// and read back at the start, so that a restart answers a folder listed
-// before at once (the copy is stale: it is listed again in the background,
-// as after an expiry) and a start without the service mounts from it.
+// and read back at the start, so that a restart after a clean unmount
+// answers a folder listed before at once (the copy is stale: it is listed
+// again in the background at its first use) and a start without the
+// service mounts from it.
 // Bounded (savedEntriesMax entries, the folders listed last first), with a
 // format version; a file unreadable or of another format is set aside with
 // a warning.
@@ -19,16 +20,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/safefile"
 	"github.com/orgfs/orgfs/place"
 )
 
 // ListingsFile is the listings kept on disk, in the cache dir.
 const ListingsFile = "listings.json.gz"
+
+// cleanSuffix names the mark, beside ListingsFile, that its copy was
+// written at a clean unmount, with every change the mount made: made after
+// that copy is in place, taken away by the start that reads it (before the
+// run changes anything: a crash of that run leaves a copy that misses its
+// last changes, and no mark).
+const cleanSuffix = ".clean"
 
 // listingsFormat is the version of ListingsFile's layout.
 const listingsFormat = 1
@@ -42,12 +52,8 @@ type savedListings struct {
 	Format int `json:"format"`
 	// Account names the service and the credentials whose listings these
 	// are (a digest: no secret is written): another's are not read.
-	Account string    `json:"account"`
-	Saved   time.Time `json:"saved"`
-	// Clean: written at the unmount, with every change the mount made. A
-	// copy written before a crash may miss the last seconds' (it is used
-	// only while the service cannot be reached).
-	Clean        bool           `json:"clean,omitempty"`
+	Account      string         `json:"account"`
+	Saved        time.Time      `json:"saved"`
 	Listings     []savedListing `json:"listings"`
 	Seats        []api.Seat     `json:"seats,omitempty"`
 	SeatsFetched time.Time      `json:"seats_fetched,omitzero"`
@@ -62,9 +68,9 @@ type savedListing struct {
 
 // snapshot is what Save writes: the listings the cache holds (none of a
 // folder made offline), those fetched last first, within savedEntriesMax.
-func (d *Dirs) snapshot(account string, clean bool) savedListings {
+func (d *Dirs) snapshot(account string) savedListings {
 	d.mu.Lock()
-	out := savedListings{Format: listingsFormat, Account: account, Saved: d.now(), Clean: clean}
+	out := savedListings{Format: listingsFormat, Account: account, Saved: d.now()}
 	for key, l := range d.dirs {
 		if key.ID >= 0 {
 			// Without the folders made offline: the journal shows them
@@ -106,32 +112,19 @@ func (d *Dirs) snapshot(account string, clean bool) savedListings {
 // renamed into place), for the next start; account names whose they are;
 // clean: the last, at the unmount. It returns how many folders it wrote.
 func (d *Dirs) SaveListings(path, account string, clean bool) (int, error) {
-	s := d.snapshot(account, clean)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	w := bufio.NewWriterSize(f, 1<<16)
-	z := gzip.NewWriter(w)
-	err = json.NewEncoder(z).Encode(s)
-	if err == nil {
-		err = z.Close()
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+	s := d.snapshot(account)
+	os.Remove(path + cleanSuffix)
+	err := safefile.Write(path, func(w io.Writer) error {
+		z := gzip.NewWriter(w)
+		if err := json.NewEncoder(z).Encode(s); err != nil {
+			return err
+		}
+		return z.Close()
+	})
+	if err == nil && clean {
+		err = safefile.Write(path+cleanSuffix, func(io.Writer) error { return nil })
 	}
 	if err != nil {
-		os.Remove(tmp)
 		return 0, fmt.Errorf("cache: saving the listings: %w", err)
 	}
 	return len(s.Listings), nil
@@ -141,19 +134,29 @@ func (d *Dirs) SaveListings(path, account string, clean bool) (int, error) {
 var errOtherAccount = errors.New("the listings kept are of another service or credentials")
 
 // LoadListings reads the listings a run before kept at path, when they are
-// account's: each answers while the service cannot be reached (a start
-// offline, an outage later), as it was last seen; online, the folder is
-// listed as if never cached. Those kept before a crash, which may miss its
-// last changes, are read only for a start offline.
-// Files hidden now stay hidden. None there is no error; a file unreadable,
-// of another format or of another account is set aside (PATH.bad) and
-// reported. It returns how many folders it read.
+// account's. Those written at a clean unmount hold every change the mount
+// made: each is the answer at once, and the folder is listed again behind
+// at its first use (a restart answers ls of a folder listed before without
+// waiting for the service). Those kept before a crash may miss its last
+// changes: they are read only for a start offline, and answer only while
+// the service cannot be reached (online, they showed the mount's own last
+// changes undone for a moment: the model test found it). Files hidden now
+// stay hidden. None there is no error; a file unreadable, of another format
+// or of another account is set aside (PATH.bad) and reported. It returns
+// how many folders it read.
 func (d *Dirs) LoadListings(path, account string, offline bool) (int, error) {
+	_, cerr := os.Stat(path + cleanSuffix)
+	clean := cerr == nil
+	if clean {
+		if err := os.Remove(path + cleanSuffix); err != nil {
+			clean = false
+		}
+	}
 	s, err := readListings(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
-	if err == nil && !s.Clean && !offline {
+	if err == nil && !clean && !offline {
 		// Kept before a crash, and the service answers: they would answer
 		// only in an outage, older than what it lists; not read.
 		return 0, nil
@@ -175,11 +178,8 @@ func (d *Dirs) LoadListings(path, account string, offline bool) (int, error) {
 			continue
 		}
 		kept := newListing(d.withMadeLocked(l.Key, d.visibleLocked(l.Files)), l.Current, l.Fetched, d.editSeq)
-		// Answered only while the service cannot be reached: online, a
-		// copy answered at once and listed again behind showed what the
-		// mount itself had changed since as it was before, for a moment
-		// (the model test found it), which a disk never does.
 		kept.kept = true
+		kept.behind = clean
 		d.dirs[l.Key] = kept
 	}
 	if d.seats == nil && s.Seats != nil {

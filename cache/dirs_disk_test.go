@@ -10,6 +10,7 @@ import (
 
 	"github.com/orgfs/orgfs/api"
 	"github.com/orgfs/orgfs/internal/fakeclient"
+	"github.com/orgfs/orgfs/internal/testkit"
 	"github.com/orgfs/orgfs/place"
 )
 
@@ -42,6 +43,13 @@ func TestDirsListingsKeptOnDisk(t *testing.T) {
 		t.Fatalf("another account's listings not set aside: %v", err)
 	}
 	os.Rename(path+".bad", path)
+	clean := func() { // an unmount of d1
+		t.Helper()
+		if _, err := d1.SaveListings(path, "account-a", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clean()
 
 	fake.Put(area, 0, "b.txt", []byte("b")) // on the service since
 	d2 := NewDirs(fake, time.Hour, nil)
@@ -49,13 +57,38 @@ func TestDirsListingsKeptOnDisk(t *testing.T) {
 	if n, err := d2.LoadListings(path, "account-a", false); err != nil || n != 1 {
 		t.Fatalf("LoadListings: %d, %v", n, err)
 	}
+	// The start that read the clean copy takes its mark: a crash of that
+	// run leaves a copy without its changes, not read by a start online.
+	if n, _ := NewDirs(fake, time.Hour, nil).LoadListings(path, "account-a", false); n != 0 {
+		t.Errorf("a clean copy read by a second start online (the first one's changes missing): %d folders", n)
+	}
 	if l, ok := d2.Cached(root); !ok || slices.ContainsFunc(l.Files, func(f api.File) bool { return f.ID == hidden.ID }) {
 		t.Fatalf("the kept listing: %+v, %v; want it, without renamed-away.txt (hidden)", l, ok)
 	}
-	// Online: listed as if never cached.
-	l, err := d2.List(context.Background(), root)
-	if err != nil || !slices.ContainsFunc(l.Files, func(f api.File) bool { return f.Name == "b.txt" }) {
-		t.Fatalf("online, the listing: %+v, %v; want the service's, with b.txt", l, err)
+	// Online, kept at a clean unmount: the copy at once (the service held
+	// back), listed again behind; the next List has the service's.
+	release := fake.Hold("SharedFiles")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	l, err := d2.List(ctx, root)
+	cancel()
+	release()
+	if err != nil || len(l.Files) != 1 || l.Files[0].Name != "a.txt" {
+		t.Fatalf("online, at the first use: %+v, %v; want the kept copy (a.txt) at once", l, err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the folder listed again behind", func() bool {
+		l, ok := d2.Fresh(root)
+		return ok && slices.ContainsFunc(l.Files, func(f api.File) bool { return f.Name == "b.txt" })
+	})
+	// Dropped by a change of the mount's own: the copy answers no more.
+	clean()
+	d4 := NewDirs(fake, time.Hour, nil)
+	if _, err := d4.LoadListings(path, "account-a", false); err != nil {
+		t.Fatal(err)
+	}
+	d4.Drop(root)
+	before := fake.Count("SharedFiles")
+	if l, err := d4.List(context.Background(), root); err != nil || !slices.ContainsFunc(l.Files, func(f api.File) bool { return f.Name == "b.txt" }) || fake.Count("SharedFiles") != before+1 {
+		t.Fatalf("dropped, then listed: %+v, %v; want the service's listing, waited for", l, err)
 	}
 	// In an outage: the kept copy, as last seen.
 	d3 := NewDirs(fake, time.Hour, nil)

@@ -154,7 +154,7 @@ func (d *Dirs) edit(key place.DirKey, c change, added int) uint64 {
 			}
 		}
 		d.dirs[key] = newListing(files, l.Current, l.Fetched, d.editSeq)
-		d.dirs[key].kept = l.kept
+		d.dirs[key].kept, d.dirs[key].behind = l.kept, l.behind
 		if _, inPlace := appended(files, l.Files); told && !inPlace {
 			d.dirs[key].edit = &listingEdit{from: weak.Make(l), removed: removed, added: files[len(files)-added:]}
 		}
@@ -188,7 +188,7 @@ func (d *Dirs) HideIDs(ids []int64) {
 	for key, l := range d.dirs { // the listings kept on disk (dirs_disk.go), read before
 		if files := d.visibleLocked(l.Files); len(files) != len(l.Files) {
 			kept := newListing(files, l.Current, l.Fetched, d.editSeq)
-			kept.kept = l.kept
+			kept.kept, kept.behind = l.kept, l.behind
 			d.dirs[key] = kept
 		}
 	}

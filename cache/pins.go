@@ -33,6 +33,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/safefile"
 	"github.com/orgfs/orgfs/internal/units"
 	"github.com/orgfs/orgfs/place"
 )
@@ -183,22 +184,7 @@ func (p *Pins) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	tmp := p.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err == nil {
-		_, err = f.Write(b)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, p.path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := safefile.Write(p.path, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return fmt.Errorf("cache: writing the pins: %w", err)
 	}
 	return nil

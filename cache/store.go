@@ -117,6 +117,9 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		return nil, errors.New("cache: StoreOptions.Client is required")
 	}
 	log := logging.OrDiscard(opts.Log)
+	if err := checkLayout(opts.Dir, log); err != nil {
+		return nil, err // before anything in it is read or changed
+	}
 	s := &Store{Client: opts.Client, log: log, ioTimeout: max(opts.IOTimeout, 0)}
 	defer func() {
 		if err != nil {
@@ -247,9 +250,6 @@ func (s *Store) Close() error {
 	if s.Pins != nil {
 		s.Pins.Close()
 	}
-	if s.stopKeeping != nil {
-		s.stopKeeping()
-	}
 	if s.Dirs != nil {
 		s.Dirs.Close()
 	}
@@ -258,6 +258,11 @@ func (s *Store) Close() error {
 	}
 	if s.Staging != nil {
 		errs = append(errs, s.Staging.Close())
+	}
+	if s.stopKeeping != nil {
+		// Last: what the retirer and the staging did at their end shows
+		// in the listings kept (a clean copy answers at the next start).
+		s.stopKeeping()
 	}
 	if s.Bundler != nil {
 		s.Bundler.Close()

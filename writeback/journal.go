@@ -14,11 +14,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/internal/safefile"
 	"github.com/orgfs/orgfs/place"
 )
 
@@ -102,25 +104,11 @@ func (s *Staging) saveJournalLocked() error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err == nil {
-		_, err = f.Write(b)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
+	err = safefile.Write(path, func(w io.Writer) error { _, err := w.Write(b); return err })
 	if err == nil {
 		err = s.SyncDir() // the rename itself, before the caller is told
 	}
 	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("staging: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/orgfs/orgfs/api"
+	"github.com/orgfs/orgfs/cache"
 	"github.com/orgfs/orgfs/internal/emulator"
 	"github.com/orgfs/orgfs/internal/emulator/emutest"
 	"github.com/orgfs/orgfs/internal/testkit"
@@ -25,8 +27,12 @@ import (
 // The model test: a seeded sequence of file operations applied to the mount
 // and to a local directory, the two compared after every round. Between
 // rounds the daemon may be remounted or SIGKILLed and restarted on the same
-// cache; at the end a new mount with an empty cache reads everything back
-// from the service. A failure prints the seed and the operations up to the
+// cache. Now and then a round runs offline (the service refusing
+// connections): the workers go on, and the daemon may be SIGKILLed inside
+// the outage (once the mount says offline) and started again offline, from
+// what it kept; at the return, orgfs sync answers once what was changed
+// offline is on the service. At the end a new mount with an empty cache
+// reads everything back from the service. A failure prints the seed and the operations up to the
 // first difference, the shortest prefix that fails.
 //
 // Beside the workers, other writers change a folder of their own through a
@@ -403,15 +409,54 @@ func runModel(t *testing.T, cfg modelConfig, dialect emulator.Dialect) {
 		}
 		t.Fatalf("seed %d, round %d: %s\noperations up to the first difference:\n%s\ndaemon log:\n%s", cfg.seed, round, what, b.String(), tail(d.out.String(), 40))
 	}
-	var ops, restarts, kills, forced, heldAcross int
+	var ops, restarts, kills, forced, heldAcross, outages, offlineKills int
+	// kill SIGKILLs the daemon while each worker holds a file open, written
+	// and not closed (what write(2) took must be uploaded by the next
+	// daemon), and starts a new one on the same cache.
+	kill := func(round int) {
+		var held []*os.File
+		for _, w := range workers {
+			if f, diff := w.holdOpen(); diff != "" {
+				fail(round, diff)
+			} else if f != nil {
+				held = append(held, f)
+			}
+		}
+		if len(held) != len(workers) {
+			fail(round, fmt.Sprintf("%d of %d workers hold a file open across the SIGKILL", len(held), len(workers)))
+		}
+		heldAcross += len(held)
+		d.cmd.Process.Kill()
+		d.wait()
+		if ws, ok := d.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			fail(round, fmt.Sprintf("the daemon did not die of the SIGKILL: %v", d.cmd.ProcessState))
+		}
+		for _, f := range held {
+			f.Close() // its daemon is gone: the error is expected
+		}
+		d = startDaemon(t, dir, mountArgs...)
+		kills++
+	}
 	for round := 1; round <= cfg.rounds; round++ {
+		// Now and then a round offline: the service refuses connections,
+		// the workers go on (fsync included), and half the time the daemon is
+		// killed inside the outage and starts again offline. A run of 4
+		// rounds or more has one in its third round when none came.
+		offline := rng.Intn(5) == 0 || outages == 0 && round == 3 && cfg.rounds >= 4
+		outage := time.Now()
+		if offline {
+			srv.Emulator.SetOutage(emulator.OutageRefuse)
+			mark(workers, "-- the service refuses connections")
+		}
 		diffs := make([]string, len(workers))
 		var wg sync.WaitGroup
 		var othersDiff string
-		runConcurrently(&wg, func() {
-			others.found(t.Context())
-			othersDiff = others.round(t.Context(), cfg.perRound)
-		})
+		if !offline {
+			runConcurrently(&wg, func() {
+				others.found(t.Context())
+				othersDiff = others.round(t.Context(), cfg.perRound)
+			})
+		}
 		for i, w := range workers {
 			wg.Add(1)
 			go func() {
@@ -437,6 +482,33 @@ func runModel(t *testing.T, cfg modelConfig, dialect emulator.Dialect) {
 		if diff, _ := treeDiff(filepath.Join(dir, "shared"), refRoot); diff != "" {
 			fail(round, diff)
 		}
+		if offline {
+			if rng.Intn(2) == 0 || offlineKills == 0 {
+				if err := os.WriteFile(filepath.Join(dir, ".ctl", "sync"), []byte("\n"), 0); err == nil {
+					fail(round, "orgfs sync succeeded while the service refuses connections")
+				}
+				testkit.WaitFor(t, 10*time.Second, "the mount offline, its listings kept", func() bool {
+					kept, _ := filepath.Glob(filepath.Join(cacheDir, "*", cache.ListingsFile))
+					if mountOnline(dir) || len(kept) != 1 {
+						return false
+					}
+					fi, err := os.Stat(kept[0])
+					return err == nil && fi.ModTime().After(outage)
+				})
+				kill(round)
+				offlineKills++
+				mark(workers, "-- SIGKILL and a start offline")
+				if diff, _ := treeDiff(filepath.Join(dir, "shared"), refRoot); diff != "" {
+					fail(round, "after a start offline: "+diff)
+				}
+			}
+			srv.Emulator.SetOutage(emulator.OutageNone)
+			testkit.WaitFor(t, 30*time.Second, "what was changed offline on the service", func() bool {
+				return os.WriteFile(filepath.Join(dir, ".ctl", "sync"), []byte("\n"), 0) == nil && mountOnline(dir)
+			})
+			outages++
+			mark(workers, "-- the service answers again")
+		}
 		ev, force := modelEvent(rng.Intn(6), cfg.rounds-round+1, kills, restarts)
 		if force {
 			forced++
@@ -452,30 +524,7 @@ func runModel(t *testing.T, cfg modelConfig, dialect emulator.Dialect) {
 			restarts++
 			mark(workers, "-- remount")
 		case 1: // SIGKILL, then a new daemon on the same cache
-			// Each worker holds a file open, written and not closed: what
-			// write(2) took must be uploaded by the next daemon.
-			var held []*os.File
-			for _, w := range workers {
-				if f, diff := w.holdOpen(); diff != "" {
-					fail(round, diff)
-				} else if f != nil {
-					held = append(held, f)
-				}
-			}
-			if len(held) != len(workers) {
-				fail(round, fmt.Sprintf("%d of %d workers hold a file open across the SIGKILL", len(held), len(workers)))
-			}
-			heldAcross += len(held)
-			d.cmd.Process.Kill()
-			d.wait()
-			if ws, ok := d.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-				fail(round, fmt.Sprintf("the daemon did not die of the SIGKILL: %v", d.cmd.ProcessState))
-			}
-			for _, f := range held {
-				f.Close() // its daemon is gone: the error is expected
-			}
-			d = startDaemon(t, dir, mountArgs...)
-			kills++
+			kill(round)
 			mark(workers, "-- SIGKILL and restart")
 		}
 		if diff, _ := treeDiff(filepath.Join(dir, "shared"), refRoot); diff != "" {
@@ -503,11 +552,14 @@ func runModel(t *testing.T, cfg modelConfig, dialect emulator.Dialect) {
 	for _, n := range st.Faults {
 		faults += n
 	}
-	t.Logf("seed %d: %d operations, %d remounts, %d SIGKILL restarts (%d forced in the last rounds), %d files held open across them, faults injected %v, %d bytes verified from the service, 0 files lost; other writers: %d writes, %d reads by the second mount, no mix, %d conflict copies, no acknowledged write lost",
-		cfg.seed, ops, restarts, kills, forced, heldAcross, st.Faults, verified, others.seq, others.reads, others.copies)
+	t.Logf("seed %d: %d operations, %d remounts, %d SIGKILL restarts (%d forced in the last rounds), %d files held open across them, %d rounds offline (%d SIGKILLs inside them, started again offline), faults injected %v, %d bytes verified from the service, 0 files lost; other writers: %d writes, %d reads by the second mount, no mix, %d conflict copies, no acknowledged write lost",
+		cfg.seed, ops, restarts, kills, forced, heldAcross, outages, offlineKills, st.Faults, verified, others.seq, others.reads, others.copies)
 	// What the test claims to cover, it covered.
 	if kills == 0 || heldAcross == 0 {
 		t.Errorf("seed %d: %d SIGKILL restarts, %d files held open across them: want at least one of each", cfg.seed, kills, heldAcross)
+	}
+	if cfg.rounds >= 4 && offlineKills == 0 {
+		t.Errorf("seed %d: no round offline with a SIGKILL in %d rounds", cfg.seed, cfg.rounds)
 	}
 	if cfg.rounds >= 2 && restarts == 0 {
 		t.Errorf("seed %d: no remount in %d rounds", cfg.seed, cfg.rounds)
@@ -546,4 +598,14 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// mountOnline reports whether the mount at dir says the service can be
+// reached (.ctl/stats).
+func mountOnline(dir string) bool {
+	var st struct {
+		Service struct{ Online bool } `json:"service"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ".ctl", "stats"))
+	return err == nil && json.Unmarshal(b, &st) == nil && st.Service.Online
 }

@@ -421,6 +421,21 @@ var dialectRows = map[string]func(t *testing.T){
 			t.Fatalf("a folder at a computer's root: %v", err)
 		}
 	},
+	"type-no-params": func(t *testing.T) {
+		// The upload succeeds; the listing gives the MIME type alone, and
+		// the file carries no mode or time (each desk shows its own).
+		v := dialectClient(t, "type-no-params")
+		ctx := t.Context()
+		mode := uint32(0o755)
+		ct := api.WithTypeAttrs("text/x-shellscript", api.TypeAttrs{Mode: &mode})
+		if _, err := v.c.Upload(ctx, api.UploadRequest{Name: "run.sh", ContentType: ct, Size: 2, Body: strings.NewReader("hi")}); err != nil {
+			t.Fatal(err)
+		}
+		files, err := v.c.SharedFiles(ctx, api.ListFilesRequest{}).Collect()
+		if err != nil || len(files) != 1 || files[0].Details.ContentType != "text/x-shellscript" || !files[0].Written.IsZero() {
+			t.Fatalf("listed: %+v, %v; want run.sh as text/x-shellscript, carrying nothing", files, err)
+		}
+	},
 }
 
 // computerRoutes reaches every computer route of the client in a dialect

@@ -52,6 +52,9 @@ type File struct {
 	// Details is the rest of the service's record: never nil in a record
 	// the API client decoded, nil where a record was made without them.
 	Details *FileDetails `json:"-"`
+	// Written is what its content type carries of the mode and time its
+	// writer gave it (typeparams.go), kept where Details are not.
+	Written Written `json:"-"`
 }
 
 // FileDetails is the part of a File's record that a mount does not read.
@@ -73,12 +76,16 @@ type FileDetails struct {
 func (f *File) IsDir() bool { return f.ObjectType == ObjectDirectory || f.ObjectType == ObjectRoot }
 
 // MarshalJSON gives the flattened form: the record's fields and its
-// Details' side by side, which UnmarshalJSON reads back.
+// Details' side by side, which UnmarshalJSON reads back (without Details,
+// a content type that carries what Written holds).
 func (f File) MarshalJSON() ([]byte, error) {
 	type record File // without the methods
 	d := f.Details
 	if d == nil {
 		d = &FileDetails{}
+		if !f.Written.IsZero() { // read back by UnmarshalJSON
+			d.ContentType = WithTypeAttrs("", f.Written.Attrs())
+		}
 	}
 	return json.Marshal(struct {
 		record
@@ -128,9 +135,9 @@ func (w *fileWire) file() File {
 	return File{
 		ID: int64(w.ID), Name: string(a.Name), Size: int64(a.Size), ObjectType: a.ObjectType.intern(),
 		ParentID: int64(a.ParentID), LastModified: time.Time(a.LastModified),
-		FileStorageSize: a.FileStorageSize.ptr(), FileStorageUsage: a.FileStorageUsage.ptr(),
+		FileStorageSize: a.FileStorageSize.ptr(), FileStorageUsage: a.FileStorageUsage.ptr(), Written: WrittenOf(string(a.ContentType)),
 		Details: &FileDetails{
-			Type: w.Type.intern(), ContentType: a.ContentType.intern(), Region: a.Region.intern(),
+			Type: w.Type.intern(), ContentType: contentTypeOf(a.ContentType), Region: a.Region.intern(),
 			Status: a.Status.intern(), Path: a.Path.ptr(), User: a.User, MachineID: a.MachineID.ptr(),
 		},
 	}

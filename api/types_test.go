@@ -123,19 +123,30 @@ func TestDecodeFileSharesRepeatedValues(t *testing.T) {
 }
 
 // A mount keeps a File for every entry listed and every file node: the
-// record stays at 104 bytes, what a mount reads of it, with the rest of the
+// record stays at 120 bytes, what a mount reads of it (104, and the 16 of
+// the mode and time its writer gave it: Written), with the rest of the
 // service's record behind one pointer. Marshalled, it is the flattened
-// form, Details side by side with the rest, which decodes back whole.
+// form, Details side by side with the rest, which decodes back whole; a
+// File without Details (a listing's) keeps its Written.
 func TestFileRecordIsSmallAndRoundTrips(t *testing.T) {
-	if n := unsafe.Sizeof(File{}); n > 104 {
-		t.Errorf("a File takes %d bytes, want at most 104", n)
+	if n := unsafe.Sizeof(File{}); n > 120 {
+		t.Errorf("a File takes %d bytes, want at most 120", n)
+	}
+	listed := File{ID: 6, Name: "run.sh", Written: WrittenOf("text/x-shellscript; x-orgfs-mode=0755; x-orgfs-mtime=1732849445.5")}
+	b, err := json.Marshal(listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lback File
+	if err := json.Unmarshal(b, &lback); err != nil || lback.Written != listed.Written || lback.Written.IsZero() {
+		t.Fatalf("%s decoded as %+v, %v; want its Written %+v", b, lback, err, listed.Written)
 	}
 	path, machine := "/a/x.bin", int64(7)
 	f := File{ID: 5, Name: "x.bin", Size: 3, ObjectType: ObjectFile, ParentID: 2,
 		LastModified: time.Date(2025, 11, 20, 10, 0, 0, 0, time.UTC),
 		Details: &FileDetails{Type: "file", ContentType: "text/plain", Region: "dublin", Status: FileStatusUploadCompleted,
 			Path: &path, User: &User{ID: "u", Email: "a@b.c", Name: "Ann"}, MachineID: &machine}}
-	b, err := json.Marshal(f)
+	b, err = json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -253,15 +253,28 @@ func (m *Attrs) Uploaded(t place.Target, id int64, provisional, modTime time.Tim
 	}
 }
 
-// Shown is what to show of a service file: what a user set while the
-// service's record is unchanged, else nothing.
+// Shown is what to show of a service file: the mode and time its writer
+// gave it (in its content type), under what a user of this desk set while
+// the service's record is unchanged.
 func (m *Attrs) Shown(f api.File) Attr {
+	riding := ridingAttr(f)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if n := m.currentLocked(f); n != nil {
-		return n.Attr
+		return riding.With(n.Attr)
 	}
-	return Attr{}
+	return riding
+}
+
+// ridingAttr is what f's content type carries of the mode and time its
+// writer gave it (api.File.Written): shown on every desk, under what this
+// desk set on that version.
+func ridingAttr(f api.File) Attr {
+	if f.Written.IsZero() {
+		return Attr{}
+	}
+	t := f.Written.Attrs()
+	return Attr{Mode: t.Mode, MTime: t.MTime}
 }
 
 // currentLocked returns what was set on f while it holds for f's record,

@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orgfs/orgfs/internal/fakeclient"
 	"github.com/orgfs/orgfs/internal/testkit"
+	"github.com/orgfs/orgfs/place"
 )
 
 // A cache dir of a newer layout is refused before anything in it is read
@@ -48,5 +50,47 @@ func TestCacheDirLayout(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(dir, LayoutFile)); string(b) != strconv.Itoa(Layout)+"\n" {
 			t.Errorf("mark %q: the layout file holds %q after the open, want %d", mark, b, Layout)
 		}
+	}
+}
+
+// A cache dir an earlier release wrote (testdata/layout1: written by the
+// release before the layout mark, its daemon SIGKILLed with a file staged
+// under a chmod 0750 and a touch -d) opens: the staged file goes up with
+// what it held, its mode and time stay on it, and the dir is marked.
+func TestCacheDirOfAnEarlierRelease(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "layout1"))); err != nil {
+		t.Fatal(err)
+	}
+	// That release kept a time set on a staged file as its staging copy's
+	// own (git keeps no file times: set as it left it).
+	want := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(dir, "staging", "1.data"), want, want); err != nil {
+		t.Fatal(err)
+	}
+	fake := fakeclient.New(t)
+	s, err := OpenStore(StoreOptions{Dir: dir, Client: fake, WriteBack: time.Millisecond, DirCacheTime: time.Hour, Log: testkit.Log(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Staging.Drain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	root := place.DirKey{Area: place.Area{Kind: place.Shared}}
+	l, err := s.Dirs.List(t.Context(), root)
+	if err != nil || len(l.Files) != 1 || l.Files[0].Name != "kept.txt" {
+		t.Fatalf("the shared root after the start: %+v, %v; want kept.txt, the file staged", l, err)
+	}
+	f := l.Files[0]
+	if got := fake.Data(f.ID); string(got) != "written by the release before the layout mark\n" {
+		t.Fatalf("kept.txt on the service holds %q", got)
+	}
+	a := s.FileAttr(f)
+	if a.Mode == nil || *a.Mode != 0o750 || a.MTime == nil || !a.MTime.Equal(want) {
+		t.Fatalf("kept.txt's attributes %+v; want mode 0750 and the time set, %v", a, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, LayoutFile)); string(b) != strconv.Itoa(Layout)+"\n" {
+		t.Errorf("the layout file holds %q, want %d", b, Layout)
 	}
 }

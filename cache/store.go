@@ -161,7 +161,7 @@ func OpenStore(opts StoreOptions) (_ *Store, err error) {
 		Transfers: transfers, Parallel: max(transfers, writeback.DefaultStagingParallel), MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff, Log: log, OnUploaded: s.uploaded,
 		OnConflict: s.conflicted, OnLanded: s.landed, Desk: opts.Desk,
 		OnSuperseded: func(t place.Target, id int64) { s.Dirs.Hide(place.DirKey{Area: t.Area, ID: t.ParentID}, id) },
-		OnKept:       s.Dirs.Show,
+		OnKept:       s.Dirs.Show, UploadMode: s.uploadMode,
 		OnRemade: func(from, to place.Target, under place.DirKey) {
 			s.Attrs.Move(from, to)
 			s.Dirs.Drop(under) // shows the folders made again

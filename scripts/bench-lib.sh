@@ -134,17 +134,24 @@ start_all() {
 
 # start_mount mounts the emulator at $work/mnt with an empty cache.
 start_mount() {
-	rm -rf "$work/cache"
+	[ -n "${KEEP_CACHE:-}" ] || rm -rf "$work/cache"
 	"$work/orgfs" mount --credentials "$creds" --cache-dir "$work/cache" --cache-max-size 4G "${mount_args[@]}" "$work/mnt" >>"$work/mount.log" 2>&1 &
 	mount_pid=$!
 	waitfor "$work/mnt/shared/bench"
 }
 
-# remount starts the daemon again, cold: a new process and an empty cache.
+# remount starts the daemon again, cold: a new process and an empty cache;
+# restart, a new process on the cache the last one left (an unmount and a
+# mount, as at a reboot).
 remount() {
 	kill -INT "$mount_pid"
 	wait "$mount_pid" || true
 	start_mount
+}
+restart() {
+	kill -INT "$mount_pid"
+	wait "$mount_pid" || true
+	KEEP_CACHE=1 start_mount
 }
 bt() { "$work/benchtool" -credentials "$creds" "$@"; }
 rss_mib() { awk '/VmHWM/ { print int($2 / 1024) }' "/proc/$mount_pid/status"; }

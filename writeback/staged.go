@@ -356,6 +356,13 @@ func (st *Staged) Touch() {
 	s.changedLocked(st)
 }
 
+// AttrsChanged notes a change of what goes up with the content (its mode
+// or modification time: StagingOptions.UploadMode), no writer needed: as
+// Touch, the file goes up (again) with them while it is staged (waiting,
+// on its way, or up and still open); once it left the staging, they wait
+// for its next upload.
+func (st *Staged) AttrsChanged() { st.Touch() }
+
 // changedLocked moves a staged file that just changed toward an upload.
 func (s *Staging) changedLocked(st *Staged) {
 	switch st.state {

@@ -95,6 +95,10 @@ type StagingOptions struct {
 	// in parent; merged: the service held a folder of its name already
 	// (made meanwhile by another writer), which is taken. No lock is held.
 	OnMade func(parent, provisional place.DirKey, made api.File, merged bool)
+	// UploadMode, when set, gives the permission bits a file at t goes up
+	// with (nil: none set): they ride in its content type with its
+	// modification time (api.WithTypeAttrs), for every desk to show.
+	UploadMode func(t place.Target) *uint32
 }
 
 func (o StagingOptions) withDefaults() StagingOptions {
@@ -128,6 +132,7 @@ type Staging struct {
 	onKept       func([]int64)
 	onRemade     func(from, to place.Target, under place.DirKey)
 	onMade       func(parent, provisional place.DirKey, made api.File, merged bool)
+	uploadMode   func(t place.Target) *uint32
 	// constants
 	desk                   string
 	dir                    string
@@ -188,7 +193,7 @@ func OpenStaging(opts StagingOptions) (*Staging, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Staging{
-		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onLanded: opts.OnLanded, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, onRemade: opts.OnRemade, onMade: opts.OnMade, desk: opts.Desk,
+		client: opts.Client, log: opts.Log, onUploaded: opts.OnUploaded, onFailed: opts.OnFailed, onConflict: opts.OnConflict, onLanded: opts.OnLanded, onSuperseded: opts.OnSuperseded, onKept: opts.OnKept, onRemade: opts.OnRemade, onMade: opts.OnMade, uploadMode: opts.UploadMode, desk: opts.Desk,
 		dir: opts.Dir, writeBack: opts.WriteBack, transfers: opts.Transfers, parallel: opts.Parallel,
 		parts:      semaphore.NewWeighted(int64(opts.Parts)),
 		minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,

@@ -43,6 +43,9 @@ type upload struct {
 	copyName string
 	theirs   int64
 	resumes  int // Staging.resumes when the attempt began
+	// contentType is what the file went up with: its MIME type, its mode
+	// and modification time (uploadType).
+	contentType string
 }
 
 // worker uploads queued files, one at a time, until Close. Of the workers,
@@ -261,8 +264,9 @@ func (s *Staging) send(up *upload) (*api.UploadResult, int64, error) {
 		return nil, -1, fmt.Errorf("staging: %w", err)
 	}
 	size := fi.Size()
+	up.contentType = s.uploadType(up.target, fi.ModTime())
 	req := api.UploadRequest{
-		ParentID: up.target.ParentID, Name: cmp.Or(up.copyName, up.target.Name), ContentType: contentType(up.target.Name),
+		ParentID: up.target.ParentID, Name: cmp.Or(up.copyName, up.target.Name), ContentType: up.contentType,
 		Size: size, Overwrite: up.overwrite, Body: st.f, Parallel: s.parallel, Slots: s.parts,
 		Progress: func(done, total int64) {
 			s.sent.mark()
@@ -323,7 +327,7 @@ func (s *Staging) succeeded(up *upload, res *api.UploadResult, size int64) {
 	mod := st.ModTime()
 
 	s.log.WithFields(logrus.Fields{"path": up.name, "id": res.ID, "size": res.Size}).Debug("staging: uploaded")
-	f := fileOf(up.target, res, size)
+	f := fileOf(up.target, res, size, up.contentType)
 	if s.onUploaded != nil {
 		s.onUploaded(up.target, f, mod)
 	}
@@ -512,11 +516,12 @@ func (s *Staging) deleteOrShow(id int64, name, what string) {
 	s.kept([]int64{id})
 }
 
-// fileOf is the service's new file after an upload to t, as far as known.
-func fileOf(t place.Target, res *api.UploadResult, size int64) api.File {
+// fileOf is the service's new file after an upload to t with contentType,
+// as far as known.
+func fileOf(t place.Target, res *api.UploadResult, size int64, contentType string) api.File {
 	f := api.File{
 		ID: res.ID, Name: t.Name, Size: size, ObjectType: api.ObjectFile, ParentID: t.ParentID, LastModified: time.Now(),
-		Details: &api.FileDetails{Type: "file", ContentType: contentType(t.Name), Status: api.FileStatusUploadCompleted},
+		Details: &api.FileDetails{Type: "file", ContentType: contentType, Status: api.FileStatusUploadCompleted}, Written: api.WrittenOf(contentType),
 	}
 	if t.Area.Kind == place.Machine {
 		f.Details.MachineID = api.Int64(t.Area.MachineID)
@@ -562,6 +567,16 @@ func (s *Staging) deleteLater(ids []int64, name string, why string) {
 
 // contentType is the MIME type of a file name's extension, by default
 // application/octet-stream.
+// uploadType is the content type a file at t goes up with: the MIME type
+// of its name, with its mode (UploadMode) and modification time mod.
+func (s *Staging) uploadType(t place.Target, mod time.Time) string {
+	a := api.TypeAttrs{MTime: &mod}
+	if s.uploadMode != nil {
+		a.Mode = s.uploadMode(t)
+	}
+	return api.WithTypeAttrs(contentType(t.Name), a)
+}
+
 func contentType(name string) string {
 	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
 		return t

@@ -37,8 +37,10 @@ action logs. Nothing else is changed on the service.
 --write PATH also sends a small file and a multi-part file (12.2 MB) into a
 scratch folder it makes under PATH (shared[/FOLDER...] or
 computers/NAME[/FOLDER...], as in the mount), reads them back, compares,
-deletes them and the folder, and says which unit the service reads
-chunk_size in (MiB or decimal MB).
+deletes them and the folder, says which unit the service reads
+chunk_size in (MiB or decimal MB), and whether the mode and time sent as
+parameters of a file's content type come back from the listing (degraded
+when not: each desk then shows its own).
 
 Each line starts with ok, degraded (it works, and the line says what orgfs
 does instead), skipped (nothing to check it with) or failed (with the

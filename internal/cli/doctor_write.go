@@ -15,6 +15,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/orgfs/orgfs/api"
 	orgfs "github.com/orgfs/orgfs/fs"
@@ -78,7 +79,40 @@ func (d *doctor) checkWrite(p string) {
 	if id, ok := d.roundTrip(t, dir.ID, scratch+"/multi-part.bin", doctorMultiSize, doctorChunk); ok {
 		made = append(made, id)
 	}
+	if len(made) > 0 {
+		d.checkTypeAttrs(ctx, t, dir.ID, scratch)
+	}
 	d.removeScratch(t, dir.ID, name, made)
+}
+
+// doctorTypeAttrs is the mode and time the round trip's files are sent
+// with, as the mount sends them (api.WithTypeAttrs).
+var doctorTypeAttrs = func() api.TypeAttrs {
+	mode, mtime := uint32(0o755), time.Date(2024, 2, 29, 12, 34, 56, 123456789, time.UTC)
+	return api.TypeAttrs{Mode: &mode, MTime: &mtime}
+}()
+
+// checkTypeAttrs lists the scratch folder: whether the mode and time sent
+// as parameters of the files' content type come back (every desk then
+// shows a file's mode and time), or not (each desk shows its own).
+func (d *doctor) checkTypeAttrs(ctx context.Context, t writeTarget, dir int64, scratch string) {
+	const check = "attributes"
+	list, err := d.listFolder(ctx, t.machine, dir)
+	if err != nil {
+		d.fail(check, fmt.Errorf("listing %s: %w", scratch, err))
+		return
+	}
+	for _, f := range list {
+		if f.IsDir() || f.Details == nil {
+			continue
+		}
+		got := api.TypeAttrsOf(f.Details.ContentType)
+		if got.Mode == nil || *got.Mode != *doctorTypeAttrs.Mode || got.MTime == nil || !got.MTime.Equal(*doctorTypeAttrs.MTime) {
+			d.report(checkDegraded, check, "%s/%s lists with content_type %q, without the mode and time sent as its parameters; orgfs keeps each desk's modes and times in its cache dir instead: another desk (or this one after its cache dir is cleared) shows the defaults (0644, the upload's time)", scratch, f.Name, f.Details.ContentType)
+			return
+		}
+	}
+	d.report(checkOK, check, "the mode and time sent as content_type parameters (%s, %s) come back from the listing: every desk shows the mode and time a file was written with", api.ParamMode, api.ParamMTime)
 }
 
 // resolveWritePath finds the folder of p, listing each folder on the way.
@@ -131,7 +165,7 @@ func (d *doctor) roundTrip(t writeTarget, dir int64, shown string, size, chunk i
 	data := make([]byte, size)
 	rand.Read(data)
 	res, err := d.client.Upload(ctx, api.UploadRequest{MachineID: t.machine, ParentID: dir, Name: path.Base(shown),
-		Size: size, ChunkSize: chunk, Body: bytes.NewReader(data)})
+		ContentType: api.WithTypeAttrs("application/octet-stream", doctorTypeAttrs), Size: size, ChunkSize: chunk, Body: bytes.NewReader(data)})
 	if err != nil {
 		d.fail(check, fmt.Errorf("sending %s: %w", shown, err))
 		return api.UploadRecord(err), false

@@ -19,7 +19,7 @@ import (
 // doctorWriteChecks follow them with --write.
 var (
 	doctorChecks      = []string{"signing", "clock", "usage", "software", "computers", "images", "files", "recordings", "logs", "range", "bundles"}
-	doctorWriteChecks = []string{"scratch", "small file", "multi-part", "cleanup"}
+	doctorWriteChecks = []string{"scratch", "small file", "multi-part", "attributes", "cleanup"}
 )
 
 // doctorCase is one emulator configuration orgfs doctor runs against, and
@@ -54,13 +54,15 @@ func TestDoctor(t *testing.T) {
 			code: 1, lines: map[string]string{"signing": "failed"}, text: []string{"connection refused", "fix: no answer from http://127.0.0.1:1: check the endpoint in"}},
 		{name: "clock 10 minutes off", opts: emulator.Options{ClockOffset: 10 * time.Minute},
 			lines: map[string]string{"clock": "degraded"}, text: []string{"this desk's clock is 10m0s behind the service's", "orgfs signs with the service's time instead", "fix: set the clock right"}},
-		{name: "write", args: []string{"--write", "shared/Projects"}, text: []string{"12,200,000 bytes sent in 2 parts of 6,291,456 bytes, read back identical", "chunk_size in MiB"},
+		{name: "write", args: []string{"--write", "shared/Projects"}, text: []string{"12,200,000 bytes sent in 2 parts of 6,291,456 bytes, read back identical", "chunk_size in MiB", "x-orgfs-mode, x-orgfs-mtime) come back from the listing"},
 			after: checkScratchRemoved},
 		// The other reading of every ambiguity of the contract (docs/DIALECTS.md):
-		// every check still passes, and the write finds the other chunk unit.
+		// every check still passes, the write finds the other chunk unit,
+		// and a content type's parameters dropped (type-no-params).
 		{name: "other dialect", opts: emulator.Options{Dialect: emulator.OtherDialect()}},
 		{name: "other dialect, write", opts: emulator.Options{Dialect: emulator.OtherDialect()}, args: []string{"--write", "shared/Projects"},
-			text: []string{"12,200,000 bytes sent in 3 parts", "read back identical", "decimal MB"}, after: checkScratchRemoved},
+			lines: map[string]string{"attributes": "degraded"},
+			text:  []string{"12,200,000 bytes sent in 3 parts", "read back identical", "decimal MB", `lists with content_type "application/octet-stream", without the mode and time`}, after: checkScratchRemoved},
 	} {
 		t.Run(tt.name, func(t *testing.T) { runDoctorCase(t, tt) })
 	}

@@ -55,6 +55,7 @@ type Dialect struct {
 	NameRequired      bool // name required on POST /images and /images/install (400 when missing)
 	BaseImageRequired bool // base_image_id required on POST /images/install (400 when missing)
 	ParentIDRequired  bool // parent_id required on POST /files (400 when missing)
+	TypeNoParams      bool // a file's content_type is kept without its parameters
 }
 
 // Dialect names.
@@ -146,6 +147,9 @@ var dialectSwitches = []DialectSwitch{
 	{"parent-id-required", "parent_id is required on POST /files (400 when missing; 0 is still the root)",
 		"the root when missing", "",
 		func(d *Dialect) { d.ParentIDRequired = true }, func(d Dialect) bool { return d.ParentIDRequired }},
+	{"type-no-params", "a file's content_type is kept without its parameters (text/plain; charset=utf-8 lists as text/plain)",
+		"kept as sent", "",
+		func(d *Dialect) { d.TypeNoParams = true }, func(d Dialect) bool { return d.TypeNoParams }},
 }
 
 // DialectSwitches returns the switches, in the order of the service notes.

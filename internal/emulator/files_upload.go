@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 )
 
 type createFileRequest struct {
@@ -147,9 +148,14 @@ func (e *Emulator) createUpload(c *call, req *createFileRequest, a *area, parent
 		return nil, errf(450, "storage full: %d bytes used of %d, %d more requested", a.used, a.quota, size)
 	}
 	chunkUnits, chunk, parts := e.chunking(size, req.ChunkSize)
+	contentType := *req.ContentType
+	if e.dialect.TypeNoParams {
+		contentType, _, _ = strings.Cut(contentType, ";")
+		contentType = strings.TrimSpace(contentType)
+	}
 	n := &node{
 		id: e.newID(), org: c.org, area: a, parent: parent, name: name, kind: kindFile,
-		contentType: *req.ContentType, modified: c.now, user: c.org.admin, uid: newUUID(),
+		contentType: contentType, modified: c.now, user: c.org.admin, uid: newUUID(),
 		machineID: a.machineID,
 		up:        &upload{declared: size, chunk: chunk, parts: parts, overwrite: overwrite},
 	}

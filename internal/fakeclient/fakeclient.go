@@ -524,6 +524,16 @@ func (c *Client) Has(id int64) bool {
 	return there
 }
 
+// Data is what the service holds of file id (nil when none).
+func (c *Client) Data(id int64) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.files[id]; ok {
+		return slices.Clone(f.data)
+	}
+	return nil
+}
+
 // Remove deletes file id on the service, as another desk would.
 func (c *Client) Remove(id int64) {
 	c.mu.Lock()

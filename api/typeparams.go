@@ -70,6 +70,29 @@ func (w Written) Attrs() TypeAttrs {
 	return a
 }
 
+// Parts is w as plain numbers, for a record kept on disk (WrittenFrom).
+func (w Written) Parts() (sec int64, nsec int32, mode uint16, has uint8) {
+	return w.sec, w.nsec, w.mode, w.has
+}
+
+// WrittenFrom is the Written of Parts; parts out of range carry nothing.
+func WrittenFrom(sec int64, nsec int32, mode uint16, has uint8) Written {
+	w := Written{has: has & (writtenMode | writtenMTime)}
+	if w.has&writtenMode != 0 {
+		if mode > 0o7777 {
+			return Written{}
+		}
+		w.mode = mode
+	}
+	if w.has&writtenMTime != 0 {
+		if sec < 0 || sec >= maxTypeTime || nsec < 0 || nsec > 999_999_999 {
+			return Written{}
+		}
+		w.sec, w.nsec = sec, nsec
+	}
+	return w
+}
+
 // IsZero reports whether w carries nothing.
 func (w Written) IsZero() bool { return w.has == 0 }
 

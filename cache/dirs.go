@@ -10,6 +10,7 @@ import (
 	"weak"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/orgfs/orgfs/api"
@@ -155,7 +156,19 @@ type Dirs struct {
 
 	group singleflight.Group
 	stats struct{ listings, seatLists, hits, stale, ahead, aheadRead atomic.Int64 }
+
+	// loading is closed once the listings kept on disk are read
+	// (LoadListings); nil when none are being read. A folder not cached
+	// waits for them before it is listed.
+	loading atomic.Pointer[chan struct{}]
+	// behind bounds the folders listed again behind at once (a find over
+	// a tree read back would list every folder at once): one more is
+	// answered from its copy and listed again at its next use.
+	behind *semaphore.Weighted
 }
+
+// behindMax is how many folders are listed again behind at once.
+const behindMax = 4
 
 type seatList struct {
 	seats   []api.Seat
@@ -180,7 +193,7 @@ func (o dirsOptions) withDefaults() dirsOptions {
 func NewDirs(client Client, ttl time.Duration, now func() time.Time) *Dirs {
 	o := dirsOptions{client: client, ttl: ttl, now: now}.withDefaults()
 	return &Dirs{client: o.client, ttl: o.ttl, now: o.now, log: logging.OrDiscard(nil), dirs: map[place.DirKey]*Listing{}, hide: map[int64]*place.DirKey{},
-		made: map[place.DirKey][]api.File{}, madeAs: map[int64]int64{}}
+		made: map[place.DirKey][]api.File{}, madeAs: map[int64]int64{}, behind: semaphore.NewWeighted(behindMax)}
 }
 
 // Stats returns the counters.
@@ -244,6 +257,12 @@ func (d *Dirs) cachedLocked(key place.DirKey) (l *Listing, ok, fresh bool) {
 }
 
 func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
+	if ch := d.loading.Load(); ch != nil {
+		select { // what was kept answers, the start's first ls among them
+		case <-*ch:
+		case <-ctx.Done():
+		}
+	}
 	d.mu.Lock()
 	if key = d.realLocked(key); key.ID < 0 {
 		defer d.mu.Unlock()
@@ -272,7 +291,14 @@ func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 		// Kept at a clean unmount: the answer now, listed again behind.
 		// An answer that is no listing (the folder is gone) is for the
 		// next caller to meet: the copy is answered no more.
-		d.begin(listKey(gen, key), func() (any, error) {
+		d.stats.stale.Add(1)
+		if !d.behind.TryAcquire(1) {
+			return l, nil // enough on their way: listed again at its next use
+		}
+		var ran atomic.Bool
+		done := d.begin(listKey(gen, key), func() (any, error) {
+			ran.Store(true)
+			defer d.behind.Release(1)
 			v, err := fetch()
 			if err != nil && !api.IsOffline(err) {
 				d.mu.Lock()
@@ -285,7 +311,11 @@ func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 			}
 			return v, err
 		})
-		d.stats.stale.Add(1)
+		go func() { // joined a fetch on its way: the place is free at its end
+			if <-done; !ran.Load() {
+				d.behind.Release(1)
+			}
+		}()
 		return l, nil
 	}
 	v, err := d.shared(ctx, listKey(gen, key), fetch, stale)

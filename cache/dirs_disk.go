@@ -40,8 +40,11 @@ const ListingsFile = "listings.json.gz"
 // last changes, and no mark).
 const cleanSuffix = ".clean"
 
-// listingsFormat is the version of ListingsFile's layout.
-const listingsFormat = 1
+// listingsFormat is the version of ListingsFile's layout. 2: a header
+// (savedListings), then its Count listings, one JSON value each (written
+// and read one at a time: a tree's listings are not held twice); 1: the
+// listings inside the header, still read.
+const listingsFormat = 2
 
 // savedEntriesMax bounds the entries ListingsFile keeps (about 80 bytes of
 // disk each, compressed): the folders listed last come first.
@@ -54,70 +57,135 @@ type savedListings struct {
 	// are (a digest: no secret is written): another's are not read.
 	Account      string         `json:"account"`
 	Saved        time.Time      `json:"saved"`
-	Listings     []savedListing `json:"listings"`
+	Count        int            `json:"count"`              // listings after the header
+	Listings     []savedListing `json:"listings,omitempty"` // format 1's
 	Seats        []api.Seat     `json:"seats,omitempty"`
 	SeatsFetched time.Time      `json:"seats_fetched,omitzero"`
+}
+
+// heldListing is a listing the cache holds, as Save takes it (its entries
+// shared, converted one listing at a time as they are written).
+type heldListing struct {
+	key     place.DirKey
+	fetched time.Time
+	current *api.File
+	files   []api.File
 }
 
 type savedListing struct {
 	Key     place.DirKey `json:"key"`
 	Fetched time.Time    `json:"fetched"`
 	Current *api.File    `json:"current,omitempty"`
-	Files   []api.File   `json:"files"`
+	Files   []savedFile  `json:"files"`
 }
 
-// snapshot is what Save writes: the listings the cache holds (none of a
-// folder made offline), those fetched last first, within savedEntriesMax.
-func (d *Dirs) snapshot(account string) savedListings {
+// savedFile is an entry of a listing kept: what a listing keeps of a file
+// (api.File without Details), in plain fields the json package reads and
+// writes in one pass (api.File's own methods took 12 µs an entry: a
+// 200,000-file tree's listings 2.5 s to read at the start).
+type savedFile struct {
+	ID               int64     `json:"id"`
+	Name             string    `json:"name"`
+	Size             int64     `json:"size,omitempty"`
+	ObjectType       string    `json:"object_type"`
+	ParentID         int64     `json:"parent_id"`
+	LastModified     time.Time `json:"last_modified_date"`
+	FileStorageSize  *int64    `json:"file_storage_size,omitempty"`
+	FileStorageUsage *int64    `json:"file_storage_usage,omitempty"`
+	// File.Written, as numbers (api.Written.Parts).
+	WSec  int64  `json:"ws,omitempty"`
+	WNsec int32  `json:"wn,omitempty"`
+	WMode uint16 `json:"wm,omitempty"`
+	WHas  uint8  `json:"wh,omitempty"`
+}
+
+func savedFileOf(f api.File) savedFile {
+	s := savedFile{ID: f.ID, Name: f.Name, Size: f.Size, ObjectType: f.ObjectType, ParentID: f.ParentID, LastModified: f.LastModified,
+		FileStorageSize: f.FileStorageSize, FileStorageUsage: f.FileStorageUsage}
+	s.WSec, s.WNsec, s.WMode, s.WHas = f.Written.Parts()
+	return s
+}
+
+func (s savedFile) file() api.File {
+	f := api.File{ID: s.ID, Name: s.Name, Size: s.Size, ObjectType: s.ObjectType, ParentID: s.ParentID, LastModified: s.LastModified,
+		FileStorageSize: s.FileStorageSize, FileStorageUsage: s.FileStorageUsage, Written: api.WrittenFrom(s.WSec, s.WNsec, s.WMode, s.WHas)}
+	switch s.ObjectType { // one string for all, as decoded listings share it
+	case api.ObjectFile:
+		f.ObjectType = api.ObjectFile
+	case api.ObjectDirectory:
+		f.ObjectType = api.ObjectDirectory
+	case api.ObjectRoot:
+		f.ObjectType = api.ObjectRoot
+	}
+	return f
+}
+
+// snapshot is what Save writes: the header and the listings the cache
+// holds (none of a folder made offline), those fetched last first, within
+// savedEntriesMax.
+func (d *Dirs) snapshot(account string) (savedListings, []heldListing) {
 	d.mu.Lock()
-	out := savedListings{Format: listingsFormat, Account: account, Saved: d.now()}
+	head := savedListings{Format: listingsFormat, Account: account, Saved: d.now()}
+	var held []heldListing
 	for key, l := range d.dirs {
 		if key.ID >= 0 {
-			// Without the folders made offline: the journal shows them
-			// again at the start, or a crash left them to nothing.
-			files := l.Files
-			if slices.ContainsFunc(files, func(f api.File) bool { return f.ID < 0 }) {
-				files = slices.DeleteFunc(slices.Clone(files), func(f api.File) bool { return f.ID < 0 })
-			}
-			out.Listings = append(out.Listings, savedListing{Key: key, Fetched: l.Fetched, Current: l.Current, Files: files})
+			held = append(held, heldListing{key: key, fetched: l.Fetched, current: l.Current, files: l.Files})
 		}
 	}
 	if d.seats != nil {
-		out.Seats, out.SeatsFetched = d.seats.seats, d.seats.fetched
+		head.Seats, head.SeatsFetched = d.seats.seats, d.seats.fetched
 	}
 	d.mu.Unlock()
 	// The areas' roots first (a start offline lists from them), then the
 	// folders listed last, as many as fit.
-	slices.SortFunc(out.Listings, func(a, b savedListing) int {
-		if (a.Key.ID == 0) != (b.Key.ID == 0) {
-			if a.Key.ID == 0 {
+	slices.SortFunc(held, func(a, b heldListing) int {
+		if (a.key.ID == 0) != (b.key.ID == 0) {
+			if a.key.ID == 0 {
 				return -1
 			}
 			return 1
 		}
-		return b.Fetched.Compare(a.Fetched)
+		return b.fetched.Compare(a.fetched)
 	})
-	n, kept := 0, out.Listings[:0]
-	for _, l := range out.Listings {
-		if n+len(l.Files) <= savedEntriesMax {
-			n += len(l.Files)
+	n, kept := 0, held[:0]
+	for _, l := range held {
+		if n+len(l.files) <= savedEntriesMax {
+			n += len(l.files)
 			kept = append(kept, l)
 		}
 	}
-	out.Listings = kept
-	return out
+	head.Count = len(kept)
+	return head, kept
+}
+
+// saved is l as written: without the folders made offline (the journal
+// shows them again at the start, or a crash left them to nothing).
+func (l heldListing) saved() savedListing {
+	files := make([]savedFile, 0, len(l.files))
+	for _, f := range l.files {
+		if f.ID >= 0 {
+			files = append(files, savedFileOf(f))
+		}
+	}
+	return savedListing{Key: l.key, Fetched: l.fetched, Current: l.current, Files: files}
 }
 
 // SaveListings writes the listings the cache holds to path (anew, then
 // renamed into place), for the next start; account names whose they are;
 // clean: the last, at the unmount. It returns how many folders it wrote.
 func (d *Dirs) SaveListings(path, account string, clean bool) (int, error) {
-	s := d.snapshot(account)
+	head, held := d.snapshot(account)
 	os.Remove(path + cleanSuffix)
 	err := safefile.Write(path, func(w io.Writer) error {
-		z := gzip.NewWriter(w)
-		if err := json.NewEncoder(z).Encode(s); err != nil {
+		z, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // written at every unmount: speed first
+		enc := json.NewEncoder(z)
+		if err := enc.Encode(head); err != nil {
 			return err
+		}
+		for _, l := range held {
+			if err := enc.Encode(l.saved()); err != nil {
+				return err
+			}
 		}
 		return z.Close()
 	})
@@ -127,7 +195,7 @@ func (d *Dirs) SaveListings(path, account string, clean bool) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cache: saving the listings: %w", err)
 	}
-	return len(s.Listings), nil
+	return head.Count, nil
 }
 
 // errOtherAccount says that the listings on disk are another account's.
@@ -145,6 +213,21 @@ var errOtherAccount = errors.New("the listings kept are of another service or cr
 // or of another account is set aside (PATH.bad) and reported. It returns
 // how many folders it read.
 func (d *Dirs) LoadListings(path, account string, offline bool) (int, error) {
+	// Read as a listing is fetched: what the mount changes meanwhile (an
+	// upload of a run before landing) is made on each listing read, and a
+	// folder listed meanwhile keeps its listing.
+	d.mu.Lock()
+	since, gen := d.beginFetchLocked(), d.gen
+	d.mu.Unlock()
+	loading := make(chan struct{})
+	d.loading.Store(&loading)
+	defer func() {
+		d.mu.Lock()
+		d.endFetchLocked(since)
+		d.mu.Unlock()
+		d.loading.Store(nil)
+		close(loading)
+	}()
 	_, cerr := os.Stat(path + cleanSuffix)
 	clean := cerr == nil
 	if clean {
@@ -152,7 +235,7 @@ func (d *Dirs) LoadListings(path, account string, offline bool) (int, error) {
 			clean = false
 		}
 	}
-	s, err := readListings(path)
+	s, ls, err := readListings(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -160,9 +243,6 @@ func (d *Dirs) LoadListings(path, account string, offline bool) (int, error) {
 		// Kept before a crash, and the service answers: they would answer
 		// only in an outage, older than what it lists; not read.
 		return 0, nil
-	}
-	if err == nil && s.Format != listingsFormat {
-		err = fmt.Errorf("format %d, this orgfs reads %d", s.Format, listingsFormat)
 	}
 	if err == nil && s.Account != account {
 		err = errOtherAccount
@@ -173,42 +253,102 @@ func (d *Dirs) LoadListings(path, account string, offline bool) (int, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, l := range s.Listings {
-		if _, ok := d.dirs[l.Key]; ok || l.Key.ID < 0 {
+	if d.gen != gen {
+		return 0, nil // all dropped meanwhile (DropAll): listed anew
+	}
+	for _, l := range ls {
+		if _, ok := d.dirs[l.key]; ok || l.key.ID < 0 {
 			continue
 		}
-		kept := newListing(d.withMadeLocked(l.Key, d.visibleLocked(l.Files)), l.Current, l.Fetched, d.editSeq)
+		files, dropped := l.files, false
+		for _, e := range d.editLog[l.key] {
+			switch {
+			case e.seq <= since:
+			case e.f == nil:
+				dropped = true // Drop, Forget: listed anew
+			default:
+				files = e.f(files)
+			}
+		}
+		if dropped {
+			continue
+		}
+		kept := newListing(d.withMadeLocked(l.key, d.visibleLocked(files)), l.current, l.fetched, d.editSeq)
 		kept.kept = true
 		kept.behind = clean
-		d.dirs[l.Key] = kept
+		d.dirs[l.key] = kept
 	}
 	if d.seats == nil && s.Seats != nil {
 		d.seats = &seatList{seats: s.Seats, fetched: s.SeatsFetched}
 	}
-	return len(s.Listings), nil
+	return len(ls), nil
 }
 
-// readListings decodes ListingsFile at path.
-func readListings(path string) (savedListings, error) {
-	var s savedListings
-	f, err := os.Open(path)
+// readListings decodes ListingsFile at path: its header, and its listings
+// (each converted as it is read).
+func readListings(path string) (savedListings, []heldListing, error) {
+	f, dec, head, err := openListings(path)
 	if err != nil {
-		return s, err
+		return head, nil, err
 	}
 	defer f.Close()
-	z, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
-	if err != nil {
-		return s, err
+	held := make([]heldListing, 0, head.Count+len(head.Listings))
+	add := func(l savedListing) {
+		files := make([]api.File, len(l.Files))
+		for i, f := range l.Files {
+			files[i] = f.file()
+		}
+		held = append(held, heldListing{key: l.Key, fetched: l.Fetched, current: l.Current, files: files})
 	}
-	err = json.NewDecoder(z).Decode(&s)
-	return s, err
+	for _, l := range head.Listings { // format 1
+		add(l)
+	}
+	for range head.Count {
+		var l savedListing
+		if err := dec.Decode(&l); err != nil {
+			return head, nil, err
+		}
+		add(l)
+	}
+	return head, held, nil
+}
+
+// openListings opens ListingsFile at path and reads its header; the
+// listings follow in dec (format 2).
+func openListings(path string) (*os.File, *json.Decoder, savedListings, error) {
+	var head savedListings
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, head, err
+	}
+	z, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	if err == nil {
+		dec := json.NewDecoder(z)
+		if err = dec.Decode(&head); err == nil {
+			switch {
+			case head.Format != 1 && head.Format != listingsFormat:
+				err = fmt.Errorf("format %d, this orgfs reads 1 and %d", head.Format, listingsFormat)
+			case head.Format == 1:
+				head.Count = 0
+			}
+		}
+		if err == nil {
+			return f, dec, head, nil
+		}
+	}
+	f.Close()
+	return nil, nil, head, err
 }
 
 // HasListings reports whether path holds listings kept for account: a
 // start without the service mounts from them.
 func HasListings(path, account string) bool {
-	s, err := readListings(path)
-	return err == nil && s.Format == listingsFormat && s.Account == account && len(s.Listings) > 0
+	f, _, head, err := openListings(path)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return head.Account == account && head.Count+len(head.Listings) > 0
 }
 
 // listingsSaveEvery is how often the listings are written while they
@@ -221,12 +361,13 @@ const (
 )
 
 // KeepListings writes the listings to path while they change, in the
-// background (listingsSaveEvery); now has them written at once (the
+// background (listingsSaveEvery), once after is closed (the listings kept
+// there are read: LoadListings); now has them written at once (the
 // service just became unreachable: a crash from here starts from what was
 // listed up to now); stop writes them once more and waits.
-func (d *Dirs) KeepListings(path, account string) (now, stop func()) {
+func (d *Dirs) KeepListings(path, account string, after <-chan struct{}) (now, stop func()) {
 	done, stopped, asked := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
-	saved := d.version()
+	var saved [2]uint64
 	var next time.Time
 	// save writes the listings when they changed and the last write is
 	// long enough ago; now: whatever the last write; last: at the end,
@@ -247,6 +388,10 @@ func (d *Dirs) KeepListings(path, account string) (now, stop func()) {
 	}
 	go func() {
 		defer close(stopped)
+		if after != nil {
+			<-after // the listings kept are read: never written over before
+		}
+		saved = d.version()
 		t := time.NewTicker(listingsSaveEvery)
 		defer t.Stop()
 		for {

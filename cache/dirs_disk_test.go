@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"compress/gzip"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,5 +113,65 @@ func TestDirsListingsKeptOnDisk(t *testing.T) {
 	}
 	if n, _ := NewDirs(fake, time.Hour, nil).LoadListings(path, "account-a", true); n != 1 {
 		t.Errorf("listings kept before a crash not read for a start offline: %d", n)
+	}
+}
+
+// The listings of a tree of 200,000 files (2,000 folders of 100) written at
+// an unmount and read back at the next start: the start waits for the read.
+func BenchmarkListingsKeptOnDisk(b *testing.B) {
+	fake := fakeclient.New(b)
+	area := place.Area{Kind: place.Shared}
+	d := NewDirs(fake, time.Hour, nil)
+	at := time.Date(2026, 11, 29, 10, 0, 0, 123456789, time.UTC)
+	for dir := range 2000 {
+		files := make([]api.File, 100)
+		for i := range files {
+			files[i] = api.File{ID: int64(dir*100 + i + 10_000), Name: fmt.Sprintf("f%03d.dat", i), Size: 10, ObjectType: api.ObjectFile,
+				ParentID: int64(dir + 1), LastModified: at, Written: api.WrittenOf("application/octet-stream; x-orgfs-mtime=1732849445.5")}
+		}
+		d.Seed(place.DirKey{Area: area, ID: int64(dir + 1)}, files)
+	}
+	path := filepath.Join(b.TempDir(), ListingsFile)
+	b.Run("save", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := d.SaveListings(path, "a", true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("load", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			if _, err := d.SaveListings(path, "a", true); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if n, err := NewDirs(fake, time.Hour, nil).LoadListings(path, "a", false); err != nil || n != 2000 {
+				b.Fatalf("%d, %v", n, err)
+			}
+		}
+	})
+}
+
+// Listings kept in format 1 (inside the header) are still read.
+func TestDirsListingsKeptInFormat1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ListingsFile)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := gzip.NewWriter(f)
+	z.Write([]byte(`{"format":1,"account":"a","saved":"2026-11-29T10:00:00Z","listings":[{"key":{"Area":{"Kind":0,"MachineID":0},"ID":0},"fetched":"2026-11-29T10:00:00Z","files":[{"id":7,"name":"a.txt","size":1,"object_type":"file","parent_id":1,"last_modified_date":"2026-11-29T09:00:00Z","type":"","content_type":""}]}]}`))
+	z.Close()
+	f.Close()
+	if !HasListings(path, "a") {
+		t.Fatal("HasListings of a format 1 file: false")
+	}
+	d := NewDirs(fakeclient.New(t), time.Hour, nil)
+	if n, err := d.LoadListings(path, "a", true); err != nil || n != 1 {
+		t.Fatalf("LoadListings of a format 1 file: %d, %v", n, err)
+	}
+	if l, ok := d.Cached(place.DirKey{Area: place.Area{Kind: place.Shared}}); !ok || len(l.Files) != 1 || l.Files[0].Name != "a.txt" || !l.Files[0].LastModified.Equal(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)) {
+		t.Fatalf("the listing read: %+v, %v", l, ok)
 	}
 }

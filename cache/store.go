@@ -39,6 +39,9 @@ type Store struct {
 	// stopKeeping ends the writing of the listings to disk (dirs_disk.go),
 	// once more first; nil: not kept.
 	stopKeeping func()
+	// listingsRead is closed once the listings kept are read at the start
+	// (loadListings: in the background online); nil when none are kept.
+	listingsRead <-chan struct{}
 	// Pins are what the user keeps on this desk (pins.go); nil without a
 	// listing cache.
 	Pins *Pins
@@ -201,11 +204,24 @@ func (s *Store) loadListings(opts StoreOptions) {
 	if !keepsListings(opts) {
 		return
 	}
-	if n, err := s.Dirs.LoadListings(filepath.Join(opts.Dir, ListingsFile), opts.Account, opts.StartOffline); err != nil {
-		s.log.WithError(err).Warn("cache: the listings kept on disk are not used; the folders are listed again")
-	} else if n > 0 {
-		s.log.WithField("folders", n).Info("cache: listings kept from the last run read back; each is listed again at its first use")
+	read := make(chan struct{})
+	s.listingsRead = read
+	load := func() {
+		defer close(read)
+		start := time.Now()
+		if n, err := s.Dirs.LoadListings(filepath.Join(opts.Dir, ListingsFile), opts.Account, opts.StartOffline); err != nil {
+			s.log.WithError(err).Warn("cache: the listings kept on disk are not used; the folders are listed again")
+		} else if n > 0 {
+			s.log.WithFields(logrus.Fields{"folders": n, "took": time.Since(start).Round(time.Millisecond)}).Info("cache: listings kept from the last run read back; each is listed again at its first use")
+		}
 	}
+	if opts.StartOffline {
+		load() // what the mount answers from
+		return
+	}
+	// Online, the mount does not wait: a folder listed before they are
+	// read is listed as without them (200,000 entries take a second).
+	go load()
 }
 
 // keepListings keeps the listings on disk from now on, and the pins.
@@ -213,7 +229,7 @@ func (s *Store) keepListings(opts StoreOptions) {
 	if !keepsListings(opts) {
 		return
 	}
-	saveNow, stop := s.Dirs.KeepListings(filepath.Join(opts.Dir, ListingsFile), opts.Account)
+	saveNow, stop := s.Dirs.KeepListings(filepath.Join(opts.Dir, ListingsFile), opts.Account, s.listingsRead)
 	s.stopKeeping = stop
 	s.Pins = openPins(s, filepath.Join(opts.Dir, PinsFile), max(opts.DirCacheTime, opts.PinRefresh), s.log)
 	s.Content.SetKeep(s.Pins.Kept)

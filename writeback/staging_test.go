@@ -1144,3 +1144,45 @@ func TestStagingFoldersMadeOfflineRetriesAndFailures(t *testing.T) {
 		t.Fatalf("the file in a folder refused: %+v, want staged, failed", infos)
 	}
 }
+
+// An fsync of a file held open (an editor fsyncs before it closes) in a
+// folder made offline, begun while the journal makes the folder at the
+// return, ends once the folder is made: the upload resumes though a writer
+// holds the file. It waited forever when only files nobody held resumed.
+func TestStagingFlushOfAnOpenFileInAFolderMadeOffline(t *testing.T) {
+	e := newFakeStagingEnv(t)
+	s := e.open(StagingOptions{WriteBack: time.Hour, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	root := place.DirKey{Area: place.Area{Kind: place.Shared}}
+	off := &api.OfflineError{Since: time.Now(), Reason: "connection refused"}
+	e.fake.FailNext("CreateDirectory", off)
+	id, err := s.MakeLater(root, "later", "shared/later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the first try offline", func() bool { return e.fake.Count("CreateDirectory") == 1 })
+	st := e.create(s, place.Target{Area: root.Area, ParentID: id, Name: "f.txt"}, 0, []byte("saved by an editor"))
+	if err := s.Flush(context.Background(), st); !errors.Is(err, errFolderWaits) {
+		t.Fatalf("flush offline: %v, want errFolderWaits", err)
+	}
+	st.OpenWriter()
+	defer st.CloseWriter()
+	release := e.fake.Hold("CreateDirectory")
+	s.Resume() // the service is back: the journal makes the folder (held)
+	testkit.WaitFor(t, 5*time.Second, "the folder's making", func() bool { return e.fake.Count("CreateDirectory") == 2 })
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- s.Flush(ctx, st)
+	}()
+	time.Sleep(50 * time.Millisecond) // the flush waits while the folder is made
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("flush of a file held open once its folder was made: %v", err)
+	}
+	made, ok := e.list(root.Area, 0)["later"]
+	if !ok {
+		t.Fatal("the folder was not made")
+	}
+	e.want(place.Target{Area: root.Area, ParentID: made.ID, Name: "f.txt"}, []byte("saved by an editor"))
+}

@@ -5,12 +5,20 @@ DEMODIR ?= .demo
 MNT     ?= mnt
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 
-.PHONY: build test fmt-check vet darwin lint unit soak bench bench-bin docs demo emulator clean install uninstall
+.PHONY: build test fmt-check vet darwin lint unit soak bench bench-bin docs demo emulator clean install uninstall package
 
 # Where make install puts things (DESTDIR for packaging).
 PREFIX  ?= /usr/local
 SBINDIR ?= /sbin
 UNITDIR ?= /etc/systemd/system
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
+
+# make package: nfpm, pinned, through the module proxy (nothing to install);
+# the package version is VERSION made a Debian and RPM one (0.0.0+git<hash>
+# without a tag).
+NFPM ?= github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+PKGVERSION ?= $(shell echo '$(VERSION)' | sed -e 's/^v//' -e '/^[0-9][0-9]*\./!s/^/0.0.0+git/' -e 's/-/+/g')
+PKGARCHS ?= amd64 arm64
 
 # staticcheck, pinned, run through the module proxy (nothing to install).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -97,7 +105,35 @@ install: build
 	install -d $(DESTDIR)$(SBINDIR)
 	ln -sf $(PREFIX)/bin/orgfs $(DESTDIR)$(SBINDIR)/mount.fuse.orgfs
 	ln -sf $(PREFIX)/bin/orgfs $(DESTDIR)$(SBINDIR)/mount.orgfs
-	install -D -m 0644 scripts/orgfs@.service $(DESTDIR)$(UNITDIR)/orgfs@.service
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR)
+	sed 's#/usr/local/bin/orgfs#$(PREFIX)/bin/orgfs#g' scripts/orgfs@.service > $(DESTDIR)$(UNITDIR)/orgfs@.service
+	sed 's#/usr/local/bin/orgfs#$(PREFIX)/bin/orgfs#g' scripts/orgfs-user@.service > $(DESTDIR)$(USERUNITDIR)/orgfs@.service
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(abspath $(BIN)) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/orgfs
+	$(abspath $(BIN)) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_orgfs
+	$(abspath $(BIN)) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/orgfs.fish
+	$(abspath $(BIN)) __man $(DESTDIR)$(PREFIX)/share/man >/dev/null
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/orgfs $(DESTDIR)$(SBINDIR)/mount.fuse.orgfs $(DESTDIR)$(SBINDIR)/mount.orgfs $(DESTDIR)$(UNITDIR)/orgfs@.service
+	rm -f $(DESTDIR)$(PREFIX)/bin/orgfs $(DESTDIR)$(SBINDIR)/mount.fuse.orgfs $(DESTDIR)$(SBINDIR)/mount.orgfs $(DESTDIR)$(UNITDIR)/orgfs@.service $(DESTDIR)$(USERUNITDIR)/orgfs@.service
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/orgfs.1 $(DESTDIR)$(PREFIX)/share/man/man8/mount.fuse.orgfs.8
+	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/orgfs $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_orgfs $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/orgfs.fish
+
+# dist/orgfs_<version>_<arch>.deb and the matching .rpm for each of
+# PKGARCHS: the files of make install (PREFIX=/usr), the man pages gzipped,
+# a Debian changelog of the last commits, the binary built for each arch
+# as make build builds it, static and stripped (packaging/nfpm.yaml).
+package: build
+	rm -rf dist && mkdir -p dist
+	$(MAKE) install DESTDIR=$(CURDIR)/dist/root PREFIX=/usr SBINDIR=/sbin UNITDIR=/lib/systemd/system USERUNITDIR=/usr/lib/systemd/user
+	gzip -9n dist/root/usr/share/man/man1/orgfs.1 dist/root/usr/share/man/man8/mount.fuse.orgfs.8
+	{ echo 'orgfs ($(PKGVERSION)) unstable; urgency=medium'; echo; git log -30 --format='  * %s' | cut -c1-79; echo; \
+	  echo " -- orgfs <orgfs@users.noreply.github.com>  $$(git log -1 --format=%aD)"; } | gzip -9n > dist/root/changelog.gz
+	for arch in $(PKGARCHS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -ldflags "-s -w -X github.com/orgfs/orgfs/internal/cli.version=$(VERSION)" -o dist/root/usr/bin/orgfs . || exit 1; \
+		for p in deb rpm; do \
+			ARCH=$$arch VERSION='$(PKGVERSION)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager $$p --target dist/ || exit 1; \
+		done; \
+	done
+	rm -rf dist/root
+	ls -l dist

@@ -197,7 +197,7 @@ func (d *Dirs) pumpLocked() {
 		a.flight[it.key] = f
 		// Started here, under the lock: a reader asking for the folder from
 		// now on joins this fetch.
-		ch := d.group.DoChan(listKey(d.gen, it.key), d.aheadFetchFunc(ctx, it.key, f, d.gen))
+		ch := d.group.DoChan(d.listKeyLocked(it.key), d.aheadFetchFunc(ctx, it.key, f, d.gen))
 		a.wg.Add(1)
 		go d.waitAhead(it, f, ch)
 	}

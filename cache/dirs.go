@@ -142,7 +142,8 @@ type Dirs struct {
 	// hide: files the mount removed that the service may still list, with
 	// their folders (nil: not known, hidden at the start). Guarded by mu.
 	hide   map[int64]*place.DirKey
-	silent bool // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
+	silent bool   // guarded by mu; a caller's I/O timeout cut its wait, and no fetch succeeded since
+	drops  uint64 // guarded by mu; Drop and Forget count (listKeyLocked)
 	// Folders made offline (dirs_made.go): by folder, those shown in it
 	// until the service has them; and those it has now, provisional id →
 	// the service's. Guarded by mu.
@@ -277,7 +278,7 @@ func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 	if ok {
 		stale = l
 	}
-	gen := d.gen
+	gen, fkey := d.gen, d.listKeyLocked(key)
 	d.mu.Unlock()
 	// The generation is part of the key: a listing asked for after DropAll
 	// never joins a fetch begun before it.
@@ -296,7 +297,7 @@ func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 			return l, nil // enough on their way: listed again at its next use
 		}
 		var ran atomic.Bool
-		done := d.begin(listKey(gen, key), func() (any, error) {
+		done := d.begin(fkey, func() (any, error) {
 			ran.Store(true)
 			defer d.behind.Release(1)
 			v, err := fetch()
@@ -318,16 +319,19 @@ func (d *Dirs) list(ctx context.Context, key place.DirKey) (*Listing, error) {
 		}()
 		return l, nil
 	}
-	v, err := d.shared(ctx, listKey(gen, key), fetch, stale)
+	v, err := d.shared(ctx, fkey, fetch, stale)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Listing), nil
 }
 
-// listKey is the key of a listing's shared fetch.
-func listKey(gen uint64, key place.DirKey) string {
-	return fmt.Sprintf("%d/%d/%d/%d", gen, key.Area.Kind, key.Area.MachineID, key.ID)
+// listKeyLocked is the key of a listing's shared fetch: with the
+// generation (a listing asked for after DropAll never joins a fetch begun
+// before it) and the count of drops (nor one asked for after a Drop or
+// Forget: that fetch may answer what the mount just changed, as it was).
+func (d *Dirs) listKeyLocked(key place.DirKey) string {
+	return fmt.Sprintf("%d/%d/%d/%d/%d", d.gen, d.drops, key.Area.Kind, key.Area.MachineID, key.ID)
 }
 
 // fetchListing lists a folder and caches its listing, unless the cache was
@@ -576,6 +580,7 @@ func (d *Dirs) Drop(key place.DirKey) {
 		delete(d.dirs, key)
 	}
 	d.logLocked(key, nil)
+	d.drops++
 	d.mu.Unlock()
 	if w := d.watch.Load(); w != nil && w.Dropped != nil {
 		w.Dropped(key)
@@ -589,6 +594,7 @@ func (d *Dirs) Forget(key place.DirKey) {
 	key = d.realLocked(key)
 	delete(d.dirs, key)
 	d.logLocked(key, nil)
+	d.drops++
 	d.mu.Unlock()
 }
 

@@ -30,16 +30,17 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"mount":    {"mount", "mount the organization's storage (or, with --demo, the emulator's) at a directory", runMount},
-		"emulator": {"emulator", "run the service emulator on loopback (demo data or empty)", runEmulator},
-		"version":  {"version", "print the version", runVersion},
-		"sync":     {"sync", "wait until everything written to a mount (or under paths) is on the service", runSync},
-		"status":   {"status", "show a mount's upload queue with progress, failures, cache and request counters", runStatus},
-		"unmount":  {"unmount", "send what waits to upload, showing progress, then unmount", runUnmount},
-		"pin":      {"pin", "keep files and folders on this desk, available offline (--list: the pins and their state)", runPin},
-		"unpin":    {"unpin", "end pins: what they kept is evictable again", runUnpin},
-		"doctor":   {"doctor", "check a service and its credentials before a first mount, one line per check (read-only; --write also uploads)", runDoctor},
-		"help":     {"help", "show help for orgfs or one of its commands", runHelp},
+		"mount":      {"mount", "mount the organization's storage (or, with --demo, the emulator's) at a directory", runMount},
+		"emulator":   {"emulator", "run the service emulator on loopback (demo data or empty)", runEmulator},
+		"version":    {"version", "print the version", runVersion},
+		"sync":       {"sync", "wait until everything written to a mount (or under paths) is on the service", runSync},
+		"status":     {"status", "show a mount's upload queue with progress, failures, cache and request counters", runStatus},
+		"unmount":    {"unmount", "send what waits to upload, showing progress, then unmount", runUnmount},
+		"pin":        {"pin", "keep files and folders on this desk, available offline (--list: the pins and their state)", runPin},
+		"unpin":      {"unpin", "end pins: what they kept is evictable again", runUnpin},
+		"doctor":     {"doctor", "check a service and its credentials before a first mount, one line per check (read-only; --write also uploads)", runDoctor},
+		"help":       {"help", "show help for orgfs or one of its commands", runHelp},
+		"completion": {"completion", "print the shell completion script for bash, zsh or fish", runCompletion},
 	}
 }
 
@@ -74,6 +75,12 @@ func Main(argv []string, stdout, stderr io.Writer) int {
 	}
 	if name == "--version" {
 		name = "version"
+	}
+	switch name { // hidden: the completion scripts' question, the manual pages' writer
+	case completeCommand:
+		return finish(name, runComplete(args[1:], stdout), stderr)
+	case manCommand:
+		return finish(name, runMan(args[1:], stdout), stderr)
 	}
 	cmd, ok := commands()[name]
 	if !ok {

@@ -72,6 +72,8 @@ timed() {
 # least prints the smallest of its arguments (times): the best of several
 # tries; best2 and best3 for noisy or short measurements.
 least() { printf '%s\n' "$@" | sort -n | head -1; }
+# median prints the middle of its arguments (the lower middle of an even count).
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 best2() { least "$1" "$2"; }
 best3() {
 	local a b c

@@ -237,9 +237,17 @@ func (m *Attrs) Uploaded(t place.Target, id int64, provisional, modTime time.Tim
 	m.recent.Add(id, provisional)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	prev, again := m.justUploaded.Get(t)
 	m.justUploaded.Add(t, id)
-	a, ok := m.pending[t]
-	if ok {
+	var a Attr
+	if n := m.files[prev]; again && prev != id && n != nil {
+		// Uploaded again while staged (written, or a mode or time set,
+		// since): what was set on the version before goes on (an owner
+		// travels with no upload).
+		a = n.Attr
+	}
+	if p, ok := m.pending[t]; ok {
+		a = a.With(p)
 		delete(m.pending, t)
 		m.record(attrRecord{Pending: &t})
 	}

@@ -122,6 +122,22 @@ func TestAttrsSetAsTheUploadEnds(t *testing.T) {
 	}
 }
 
+// A file uploaded again while staged (a mode or time set after its upload
+// began, or a write) keeps what was set on the version before: the owner,
+// which travels with no upload, and a later chmod laid over it.
+func TestAttrsFollowAnUploadAgain(t *testing.T) {
+	m := NewAttrs()
+	pend := place.Target{Name: "f"}
+	m.SetPending(pend, Attr{Mode: u32(0o700), UID: u32(4242)})
+	prov := time.Now()
+	m.Uploaded(pend, 10, prov, prov)
+	m.SetPending(pend, Attr{Mode: u32(0o750)}) // as the first upload ended: on version 10
+	m.Uploaded(pend, 11, prov, prov)
+	if a := m.Shown(api.File{ID: 11, LastModified: prov}); a.UID == nil || *a.UID != 4242 || a.Mode == nil || *a.Mode != 0o750 {
+		t.Fatalf("uploaded again, the file shows %+v; want the owner 4242 and mode 0750", a)
+	}
+}
+
 // A rename racing the upload's end keeps what was set (the owner, here).
 func TestAttrsMoveAsTheUploadEnds(t *testing.T) {
 	m := NewAttrs()

@@ -188,6 +188,16 @@ func cellText(s string) string {
 	return strings.NewReplacer("|", `\|`, "*", `\*`, "<", `\<`, "\n", " ").Replace(s)
 }
 
+// mountOptionFlag is the flag of orgfs mount that the mount option opt sets.
+func mountOptionFlag(mount *pflag.FlagSet, opt string) (*pflag.Flag, error) {
+	h := helperFlags[opt]
+	name, _, _ := strings.Cut(strings.TrimPrefix(h.flag, "--"), "=")
+	if f := mount.Lookup(name); f != nil {
+		return f, nil
+	}
+	return nil, fmt.Errorf("mount option %s sets %s, which orgfs mount does not have", opt, h.flag)
+}
+
 // sortedHelperOptions are the mount options orgfs takes, by name.
 func sortedHelperOptions() []string {
 	opts := make([]string, 0, len(helperFlags))
@@ -208,10 +218,9 @@ func writeMountOptions(b *strings.Builder, mount *pflag.FlagSet) error {
 	b.WriteString("| option | value | sets |\n| --- | --- | --- |\n")
 	for _, opt := range sortedHelperOptions() {
 		h := helperFlags[opt]
-		name, _, _ := strings.Cut(strings.TrimPrefix(h.flag, "--"), "=")
-		f := mount.Lookup(name)
-		if f == nil {
-			return fmt.Errorf("mount option %s sets %s, which orgfs mount does not have", opt, h.flag)
+		f, err := mountOptionFlag(mount, opt)
+		if err != nil {
+			return err
 		}
 		shown, value := "`"+opt+"`", "(switch)"
 		if h.value {

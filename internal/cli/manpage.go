@@ -120,10 +120,9 @@ func renderHelperMan(b *strings.Builder) error {
 	b.WriteString(".SH OPTIONS\n")
 	for _, opt := range sortedHelperOptions() {
 		h := helperFlags[opt]
-		name, _, _ := strings.Cut(strings.TrimPrefix(h.flag, "--"), "=")
-		f := fs.Lookup(name)
-		if f == nil {
-			return fmt.Errorf("mount option %s sets %s, which orgfs mount does not have", opt, h.flag)
+		f, err := mountOptionFlag(fs, opt)
+		if err != nil {
+			return err
 		}
 		value, usage := pflag.UnquoteUsage(f)
 		fmt.Fprintf(b, ".TP\n\\fB%s\\fR", roff(opt))

@@ -58,7 +58,13 @@ func (o BundleOptions) withDefaults() BundleOptions {
 type BundleStats struct {
 	Jobs, Completed, Failed, Aborted int64
 	Files                            int64 // files put in the cache from bundles
+	Bytes                            int64 // bytes of the completed bundles' ZIPs
 	Disabled                         bool  // the organization cannot bundle (4710)
+	// Where the completed bundles' time went, summed over them: Job from
+	// asking for the job until its ZIP was ready (the service zipping, and
+	// the polls that found out), Transfer fetching the ZIP, Unpack putting
+	// its entries in the cache.
+	Job, Transfer, Unpack time.Duration
 }
 
 // Bundler notices folders whose small files are read one after another (cp -r,
@@ -81,7 +87,10 @@ type Bundler struct {
 	closed   bool                          // guarded by mu
 	wg       sync.WaitGroup
 
-	stats struct{ jobs, completed, failed, aborted, files atomic.Int64 }
+	stats struct {
+		jobs, completed, failed, aborted, files, bytes atomic.Int64
+		job, transfer, unpack                          atomic.Int64 // nanoseconds
+	}
 }
 
 type folderState struct {
@@ -122,7 +131,8 @@ func (b *Bundler) Stats() BundleStats {
 	b.mu.Unlock()
 	return BundleStats{
 		Jobs: b.stats.jobs.Load(), Completed: b.stats.completed.Load(), Failed: b.stats.failed.Load(),
-		Aborted: b.stats.aborted.Load(), Files: b.stats.files.Load(), Disabled: disabled,
+		Aborted: b.stats.aborted.Load(), Files: b.stats.files.Load(), Bytes: b.stats.bytes.Load(), Disabled: disabled,
+		Job: time.Duration(b.stats.job.Load()), Transfer: time.Duration(b.stats.transfer.Load()), Unpack: time.Duration(b.stats.unpack.Load()),
 	}
 }
 
@@ -359,6 +369,7 @@ func bundleBlock(total int64) int64 {
 }
 
 func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
+	t0 := time.Now()
 	link, err := b.opts.Client.CreateDownload(ctx, api.CreateDownloadRequest{FileIDs: job.order})
 	if err != nil {
 		return err
@@ -367,7 +378,7 @@ func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
 		return errors.New("cache: the service started no bundle job")
 	}
 	// From here on, a cancelled bundle is aborted on the service too.
-	jobURL, err := b.await(ctx, job, link.DownloadID)
+	jobURL, polls, err := b.await(ctx, job, link.DownloadID)
 	if err != nil {
 		if ctx.Err() != nil {
 			actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -384,10 +395,12 @@ func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
+	tReady := time.Now()
 	n, err := b.opts.Client.DownloadTo(ctx, api.DownloadToRequest{URL: jobURL, Dst: tmp, Parallel: bundleStreams, BlockSize: bundleBlock(job.total)})
 	if err != nil {
 		return err
 	}
+	tFetched := time.Now()
 	zr, err := zip.NewReader(tmp, n)
 	if err != nil {
 		return fmt.Errorf("cache: the bundle is not a readable ZIP: %w", err)
@@ -413,7 +426,23 @@ func (b *Bundler) fetch(ctx context.Context, job *bundleJob) error {
 		}
 		b.mu.Unlock()
 	}
+	b.noteDone(job, n, polls, t0, tReady, tFetched)
 	return nil
+}
+
+// noteDone counts a completed bundle's bytes and where its time went, from
+// its start t0, the moment its ZIP was ready and the moment it was fetched.
+func (b *Bundler) noteDone(job *bundleJob, n int64, polls int, t0, tReady, tFetched time.Time) {
+	now := time.Now()
+	wait, transfer, unpack := tReady.Sub(t0), tFetched.Sub(tReady), now.Sub(tFetched)
+	b.stats.bytes.Add(n)
+	b.stats.job.Add(int64(wait))
+	b.stats.transfer.Add(int64(transfer))
+	b.stats.unpack.Add(int64(unpack))
+	b.opts.Log.WithFields(logrus.Fields{
+		"folder_id": job.folder.ID, "files": len(job.files), "zip_bytes": n, "polls": polls,
+		"job": wait.Round(time.Millisecond), "transfer": transfer.Round(time.Millisecond), "unpack": unpack.Round(time.Millisecond),
+	}).Debug("bundle: done")
 }
 
 // closedChan stands for a wait that is over.
@@ -440,21 +469,22 @@ func (b *Bundler) store(ze *zip.File, f api.File) error {
 // await polls a job until it is uploaded and returns its ZIP's URL: every
 // PollInterval/4 while a read waits for it (a poll is one small request; a
 // reader waiting is the whole transfer waiting), else at growing intervals.
-func (b *Bundler) await(ctx context.Context, bj *bundleJob, id int64) (string, error) {
+func (b *Bundler) await(ctx context.Context, bj *bundleJob, id int64) (url string, polls int, err error) {
 	wait := b.opts.PollInterval
 	for {
+		polls++
 		job, err := b.opts.Client.DownloadStatus(ctx, id, true)
 		if err != nil {
-			return "", err
+			return "", polls, err
 		}
 		switch job.Status {
 		case api.DownloadUploaded:
 			if job.DownloadURL == "" {
-				return "", errors.New("cache: the bundle is ready but has no URL")
+				return "", polls, errors.New("cache: the bundle is ready but has no URL")
 			}
-			return job.DownloadURL, nil
+			return job.DownloadURL, polls, nil
 		case api.DownloadFailed, api.DownloadCancelled:
-			return "", fmt.Errorf("cache: bundle job %d %s: %w", id, job.Status, api.ErrDownloadFailed)
+			return "", polls, fmt.Errorf("cache: bundle job %d %s: %w", id, job.Status, api.ErrDownloadFailed)
 		}
 		b.mu.Lock()
 		waiting := bj.waiting > 0
@@ -467,7 +497,7 @@ func (b *Bundler) await(ctx context.Context, bj *bundleJob, id int64) (string, e
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return "", ctx.Err()
+			return "", polls, ctx.Err()
 		case <-t.C:
 		}
 		wait = min(wait*3/2, 2*time.Second)

@@ -6,6 +6,7 @@ package fs
 import (
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -68,6 +69,7 @@ type FS struct {
 	dirNodes    sync.Map                  // cache.DirKey -> *dirNode: the folders the kernel knows (kernel.go); safe for concurrent use
 	asked       kernelCounters            // what the kernel asked (kernel.go)
 	pt          passthrough               // FUSE passthrough (passthrough.go)
+	directCold  atomic.Bool               // large files opened cold are read with direct I/O (file.go); set by Mount
 }
 
 // New makes the tree of a mount.
@@ -109,6 +111,9 @@ type MountOptions struct {
 	Ctl gofs.InodeEmbedder
 }
 
+// maxWrite is the largest WRITE the kernel sends.
+const maxWrite = 1 << 20
+
 // Mount mounts the tree at dir. As root it mounts directly; otherwise through
 // fusermount3.
 func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
@@ -123,13 +128,15 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 			Name:          "orgfs",
 			DirectMount:   os.Geteuid() == 0,
 			MaxReadAhead:  1 << 20,
-			MaxWrite:      1 << 20,
+			MaxWrite:      maxWrite,
 			MaxBackground: 64,
 			// O_TRUNC comes with the open, which truncates: without it the
 			// kernel truncates after the open, with no handle, and the
 			// write-back could upload the empty file before the first
 			// write (an empty version, or an empty conflict copy).
-			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+			// DIRECT_IO_ALLOW_MMAP lets a file opened with direct I/O be
+			// mapped shared (file.go's cold reads).
+			ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_DIRECT_IO_ALLOW_MMAP,
 			Debug:             mo.Debug,
 		},
 		EntryTimeout:    &t,
@@ -158,6 +165,9 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 		return nil, err
 	}
 	f.probePassthrough(server)
+	// Without the kernel's DIRECT_IO_ALLOW_MMAP (Linux 6.6+), a file opened
+	// with direct I/O cannot be mapped shared: cold reads keep the page cache.
+	f.directCold.Store(server.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
 	return server, nil
 }
 

@@ -8,14 +8,19 @@ package fs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/hanwen/go-fuse/v2/splice"
+	"github.com/orgfs/orgfs/cache"
+	"github.com/orgfs/orgfs/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,6 +38,8 @@ func TestMmapReadOnlyAndSharedWritable(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	want := bytes.Repeat([]byte("0123456789abcdef"), 1024) // 16 KiB, 4 pages
 	e.put(0, e.root(0), "ro.bin", want)
+	big := testkit.RandBytes(directColdMin+4096, 11)
+	e.put(0, e.root(0), "cold.bin", big)
 	child := func(mode, path string, in []byte) []byte {
 		t.Helper()
 		self, err := os.Executable()
@@ -58,6 +65,11 @@ func TestMmapReadOnlyAndSharedWritable(t *testing.T) {
 	}
 	if got := child("ro", e.Path("shared", "ro.bin"), nil); !bytes.Equal(got, want) {
 		t.Errorf("the read-only map differs from the service's content: %d bytes, first %q", len(got), got[:min(16, len(got))])
+	}
+	// A large file opened cold is read with direct I/O (file.go): a shared
+	// map of it needs the kernel's DIRECT_IO_ALLOW_MMAP, asked for at mount.
+	if got := child("ro", e.Path("shared", "cold.bin"), nil); !bytes.Equal(got, big) {
+		t.Errorf("the read-only map of a large file opened cold differs from the service's content: %d bytes", len(got))
 	}
 
 	p := e.Path("shared", "rw.bin")
@@ -119,6 +131,80 @@ func mmapChild(t *testing.T, mode, path, data string) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A large file opened before its content is in the cache is read with
+// direct I/O: each read(2) reaches the daemon, none is answered from (or
+// fills) the kernel's page cache. A small one keeps the page cache, and so
+// does the large one once its content is all in the cache.
+func TestColdLargeFileIsReadWithDirectIO(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	if !e.fsys.directCold.Load() {
+		t.Skip("the kernel lacks FUSE's DIRECT_IO_ALLOW_MMAP (Linux 6.6+): cold reads keep the page cache")
+	}
+	big := testkit.RandBytes(directColdMin+(1<<20), 12)
+	small := testkit.RandBytes(1<<20, 13)
+	e.put(0, e.root(0), "big.bin", big)
+	e.put(0, e.root(0), "small.bin", small)
+	// reads opens name, reads the same 4 KiB 8 times, and says how many
+	// reads reached the daemon.
+	reads := func(name string, want []byte) int64 {
+		t.Helper()
+		f, err := os.Open(e.Path("shared", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		before := e.fsys.KernelRequests().Reads
+		buf := make([]byte, 4096)
+		for range 8 {
+			if n, err := f.ReadAt(buf, 8192); err != nil || !bytes.Equal(buf[:n], want[8192:8192+4096]) {
+				t.Fatalf("%s: read %d bytes (%v), not the service's", name, n, err)
+			}
+		}
+		return e.fsys.KernelRequests().Reads - before
+	}
+	// Each read of up to 1 MiB (cat's) is answered by a splice: the largest
+	// READ's reply fits in a pipe (mount_linux.go's maxRead), as the mount
+	// says when made directly.
+	if os.Geteuid() == 0 {
+		mounts, err := os.ReadFile("/proc/self/mounts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, found := fmt.Sprintf("max_read=%d", maxRead()), false
+		for _, l := range strings.Split(string(mounts), "\n") {
+			if f := strings.Fields(l); len(f) > 3 && f[1] == e.Dir {
+				found = true
+				if !strings.Contains(f[3], want) {
+					t.Errorf("the mount's options are %s, want %s", f[3], want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s is not in /proc/self/mounts", e.Dir)
+		}
+	}
+	if maxRead()+2*os.Getpagesize() > splice.MaxPipeSize() {
+		t.Errorf("a READ of %d bytes, with its header, does not fit a pipe of %d", maxRead(), splice.MaxPipeSize())
+	}
+	if n := reads("big.bin", big); n < 8 {
+		t.Errorf("8 reads of a large file opened cold reached the daemon %d times, want each (direct I/O)", n)
+	}
+	if n := reads("small.bin", small); n >= 8 {
+		t.Errorf("8 reads of a small file reached the daemon %d times, want the page cache to answer", n)
+	}
+	if got, err := os.ReadFile(e.Path("shared", "big.bin")); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("reading big.bin whole: %d bytes (%v), not the service's", len(got), err)
+	}
+	f, ok := e.serviceFile("big.bin")
+	if !ok {
+		t.Fatal("big.bin is not on the service")
+	}
+	testkit.WaitFor(t, 10*time.Second, "big.bin all in the cache", func() bool { return e.Store.Content.Complete(cache.MetaOf(f)) })
+	if n := reads("big.bin", big); n >= 8 {
+		t.Errorf("8 reads of a large file all in the cache reached the daemon %d times, want the page cache or passthrough to answer", n)
 	}
 }
 

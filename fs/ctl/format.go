@@ -93,7 +93,13 @@ type Stats struct {
 		Failed    int64 `json:"failed"`
 		Aborted   int64 `json:"aborted"`
 		Files     int64 `json:"files"`
+		Bytes     int64 `json:"bytes"`    // of the completed bundles' ZIPs
 		Disabled  bool  `json:"disabled"` // the organization cannot bundle (4710)
+		// Where the completed bundles' time went, in seconds summed over
+		// them (cache.BundleStats).
+		JobSeconds      float64 `json:"job_seconds"`
+		TransferSeconds float64 `json:"transfer_seconds"`
+		UnpackSeconds   float64 `json:"unpack_seconds"`
 	} `json:"bundles"`
 	Uploads struct {
 		Pending     int   `json:"pending"`

@@ -255,6 +255,8 @@ func (t *Tree) Stats() *Stats {
 		bs := t.store.Bundler.Stats()
 		s.Bundles.Jobs, s.Bundles.Completed, s.Bundles.Failed, s.Bundles.Aborted, s.Bundles.Files, s.Bundles.Disabled =
 			bs.Jobs, bs.Completed, bs.Failed, bs.Aborted, bs.Files, bs.Disabled
+		s.Bundles.Bytes = bs.Bytes
+		s.Bundles.JobSeconds, s.Bundles.TransferSeconds, s.Bundles.UnpackSeconds = bs.Job.Seconds(), bs.Transfer.Seconds(), bs.Unpack.Seconds()
 	}
 	if ss, ok := t.store.UploadStats(); ok {
 		s.Uploads.Pending, s.Uploads.InFlight, s.Uploads.Failed = ss.Pending, ss.Uploading, ss.Failed

@@ -111,7 +111,12 @@ func printSummary(w io.Writer, mnt string, st status) {
 		fmt.Fprintf(w, " (%s)", strings.Join(codes, ", "))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  bundles   %d jobs, %d files\n", s.Bundles.Jobs, s.Bundles.Files)
+	fmt.Fprintf(w, "  bundles   %d jobs, %d files", s.Bundles.Jobs, s.Bundles.Files)
+	if s.Bundles.Completed > 0 {
+		fmt.Fprintf(w, " (%s of ZIPs; waiting for the service %.1fs, fetching %.1fs, unpacking %.1fs)", units.FormatSize(s.Bundles.Bytes),
+			s.Bundles.JobSeconds, s.Bundles.TransferSeconds, s.Bundles.UnpackSeconds)
+	}
+	fmt.Fprintln(w)
 	for _, p := range st.Pins {
 		fmt.Fprintf(w, "  pinned    %s (%s): %s\n", p.Path, units.FormatSize(p.Bytes), p.Summary())
 	}

@@ -19,6 +19,8 @@
 //	                                                            files and sizes, and the same bytes in every EVERYth file
 //	                                                            (default 10; 1: all); exit 1 with the differences
 //	benchtool gentree DIR [FILES [FOLDERS]]                     write a source-like tree (5,000 files, 60 folders)
+//	benchtool loopback SRC MNT                                  mount local SRC at MNT through go-fuse's loopback file
+//	                                                            system until SIGINT or SIGTERM (a FUSE floor)
 //
 // -j N moves N files at once in loop, uploadloop (and its folders of one
 // level) and verify.
@@ -69,7 +71,7 @@ func main() {
 
 func run(credPath string, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: benchtool -credentials FILE url PATH | ids DIR | urlid ID | loop DIR OUT | stats | create ... | complete ... | uploadloop SRC DIR | count DIR | verify SRC DIR [EVERY]; benchtool gentree DIR [FILES [FOLDERS]]")
+		return errors.New("usage: benchtool -credentials FILE url PATH | ids DIR | urlid ID | loop DIR OUT | stats | create ... | complete ... | uploadloop SRC DIR | count DIR | verify SRC DIR [EVERY]; benchtool gentree DIR [FILES [FOLDERS]]; benchtool loopback SRC MNT")
 	}
 	if args[0] == "gentree" && len(args) >= 2 && len(args) <= 4 {
 		files, folders := 5000, 60
@@ -84,6 +86,9 @@ func run(credPath string, args []string) error {
 			return err
 		}
 		return gentree(args[1], files, folders)
+	}
+	if args[0] == "loopback" && len(args) == 3 {
+		return loopback(args[1], args[2])
 	}
 	quiet := logging.Discard()
 	creds, err := api.LoadCredentialsWithLogger(credPath, quiet)

@@ -50,7 +50,7 @@ func newEnvMounted(t *testing.T, o envOptions, mo MountOptions) *testEnv {
 	o.Client.Transport = e.hooks
 	e.Env = fstest.Start(t, o, func(env *fstest.Env, dir string) (*fuse.Server, error) {
 		e.fsys = New(Deps{Store: env.Store, Log: env.Log},
-			Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: env.Opts.ReadOnly})
+			Options{UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), Umask: 0o022, ReadOnly: env.Opts.ReadOnly, ColdDirectIO: env.Opts.ColdDirectIO})
 		return Mount(dir, e.fsys, mo)
 	})
 	return e

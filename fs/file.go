@@ -362,15 +362,18 @@ func (n *fileNode) cachedVersion() (api.File, bool) {
 }
 
 // directColdMin is the size from which a file opened before its content is
-// all in the cache is read with direct I/O: each read is answered straight
-// into the reader's buffer from the cache file, instead of into pages of the
-// kernel's cache that the reader then copies. A cold read of 1 GiB with cat
-// takes 0.4 CPU-s less in cat and the daemon together, and the first read
-// of a run no longer pays to allocate a GiB of the kernel's pages
-// (docs/BENCHMARKS.md, row 1). The content is in the cache file all the
-// same: the next open finds it complete and reads it through passthrough or
-// the page cache. Smaller files keep the page cache, whose read-ahead
-// answers a program's small reads without a request each.
+// all in the cache is read with direct I/O, with --cold-direct-io: each read
+// is answered straight into the reader's buffer from the cache file,
+// instead of into pages of the kernel's cache that the reader then copies.
+// A cold read of 1 GiB with cat takes 1.6 s instead of 2.2-3.2 s and half
+// the CPU in cat, and the first read of a run no longer pays to allocate a
+// GiB of the kernel's pages (docs/BENCHMARKS.md). But every read(2) is then
+// a request to the daemon: dd bs=10k of the same file (and a copy of 1 GiB
+// after it) takes 3.9-5.2 s instead of 2.5-2.8 s, so the option is off by
+// default. The content is in
+// the cache file all the same: the next open finds it complete and reads it
+// through passthrough or the page cache. Smaller files keep the page cache,
+// whose read-ahead answers a program's small reads without a request each.
 const directColdMin = 16 << 20
 
 // openVersion opens version f for reading (replaced: another writer's,

@@ -35,6 +35,10 @@ type Options struct {
 	// NoPassthrough keeps reads of cached files in the daemon, also where
 	// the kernel allows FUSE passthrough (passthrough.go).
 	NoPassthrough bool
+	// ColdDirectIO reads a large file opened before its content is all in
+	// the cache with direct I/O (file.go's directColdMin), where the kernel
+	// allows a shared map of such a file.
+	ColdDirectIO bool
 }
 
 // DefaultRenameFetchMax is Options.RenameFetchMax's default.
@@ -69,7 +73,7 @@ type FS struct {
 	dirNodes    sync.Map                  // cache.DirKey -> *dirNode: the folders the kernel knows (kernel.go); safe for concurrent use
 	asked       kernelCounters            // what the kernel asked (kernel.go)
 	pt          passthrough               // FUSE passthrough (passthrough.go)
-	directCold  atomic.Bool               // large files opened cold are read with direct I/O (file.go); set by Mount
+	directCold  atomic.Bool               // large files opened cold are read with direct I/O (Options.ColdDirectIO, file.go); set by Mount
 }
 
 // New makes the tree of a mount.
@@ -167,7 +171,7 @@ func Mount(dir string, f *FS, mo MountOptions) (*fuse.Server, error) {
 	f.probePassthrough(server)
 	// Without the kernel's DIRECT_IO_ALLOW_MMAP (Linux 6.6+), a file opened
 	// with direct I/O cannot be mapped shared: cold reads keep the page cache.
-	f.directCold.Store(server.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
+	f.directCold.Store(f.opts.ColdDirectIO && server.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
 	return server, nil
 }
 

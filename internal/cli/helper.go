@@ -36,7 +36,8 @@ const helperUsage = `usage: mount.fuse.orgfs SOURCE MOUNTPOINT [-o OPTIONS] [-f]
   dir_read_ahead=N write_back=D drain_timeout=D io_timeout=D transfers=N
   gc_percent=N ro rw
   allow_other uid=N gid=N umask=NNN log_file=FILE log_level=LEVEL nolinks
-  (--links=false) nopassthrough (--passthrough=false); _netdev,
+  (--links=false) nopassthrough (--passthrough=false) cold_direct_io
+  (--cold-direct-io); _netdev,
   x-systemd.*, noauto, nofail, user, defaults and the generic mount flags are
   ignored.
   -f stays in the foreground.`
@@ -57,6 +58,7 @@ var helperFlags = map[string]struct {
 	"gc_percent": {"--gc-percent", true},
 	"ro":         {"--read-only", false}, "allow_other": {"--allow-other", false}, "demo": {"--demo", false},
 	"nolinks": {"--links=false", false}, "nopassthrough": {"--passthrough=false", false},
+	"cold_direct_io": {"--cold-direct-io", false},
 }
 
 // ignoredOption reports whether a mount option is one orgfs leaves to

@@ -175,3 +175,38 @@ func TestDirsListingsKeptInFormat1(t *testing.T) {
 		t.Fatalf("the listing read: %+v, %v", l, ok)
 	}
 }
+
+// The listings kept leave out the folders made offline (the journal shows
+// them again at the start), entry by entry as each listing is written.
+func TestDirsListingsKeptLeaveOutFoldersMadeOffline(t *testing.T) {
+	fake := fakeclient.New(t)
+	area := place.Area{Kind: place.Shared}
+	root := place.DirKey{Area: area}
+	a := fake.Put(area, 0, "a.txt", []byte("a"))
+	b := fake.Put(area, 0, "b.txt", []byte("b"))
+	path := filepath.Join(t.TempDir(), ListingsFile)
+	d1 := NewDirs(fake, time.Hour, nil)
+	if _, err := d1.List(context.Background(), root); err != nil {
+		t.Fatal(err)
+	}
+	d1.Made(root, api.File{ID: -5, Name: "made offline", ObjectType: api.ObjectDirectory, ParentID: 0})
+	if l, ok := d1.Cached(root); !ok || !slices.ContainsFunc(l.Files, func(f api.File) bool { return f.ID == -5 }) {
+		t.Fatalf("the folder made offline is not in the listing held: %+v", l)
+	}
+	if _, err := d1.SaveListings(path, "account-a", true); err != nil {
+		t.Fatal(err)
+	}
+	d2 := NewDirs(fake, time.Hour, nil)
+	if n, err := d2.LoadListings(path, "account-a", false); err != nil || n != 1 {
+		t.Fatalf("LoadListings: %d, %v", n, err)
+	}
+	l, ok := d2.Cached(root)
+	var ids []int64
+	for _, f := range l.Files {
+		ids = append(ids, f.ID)
+	}
+	slices.Sort(ids)
+	if want := []int64{a.ID, b.ID}; !ok || !slices.Equal(ids, want) {
+		t.Fatalf("the kept listing holds %v, want %v (the folder made offline left out)", ids, want)
+	}
+}

@@ -21,6 +21,9 @@ func TestHelperArgs(t *testing.T) {
 	if got, _ := helperArgs([]string{"src", "/m", "-f", "-o", "nopassthrough"}); !slices.Equal(got, []string{"--passthrough=false", "/m"}) {
 		t.Errorf("-o nopassthrough: %q", got)
 	}
+	if got, _ := helperArgs([]string{"src", "/m", "-f", "-o", "cold_direct_io"}); !slices.Equal(got, []string{"--cold-direct-io", "/m"}) {
+		t.Errorf("-o cold_direct_io: %q", got)
+	}
 	for _, bad := range [][]string{
 		{"src", "/m", "-o", "colour=red"},
 		{"src", "/m", "-o", "credentials"},

@@ -219,8 +219,9 @@ func (s *Store) loadListings(opts StoreOptions) {
 		load() // what the mount answers from
 		return
 	}
-	// Online, the mount does not wait: a folder listed before they are
-	// read is listed as without them (200,000 entries take a second).
+	// Online, the mount does not wait for them (200,000 entries take a
+	// second): a folder looked at while they are read waits for them
+	// (Dirs.list), one looked at before the read began is listed.
 	go load()
 }
 

@@ -370,10 +370,10 @@ func (n *fileNode) cachedVersion() (api.File, bool) {
 // GiB of the kernel's pages (docs/BENCHMARKS.md). But every read(2) is then
 // a request to the daemon: dd bs=10k of the same file (and a copy of 1 GiB
 // after it) takes 3.9-5.2 s instead of 2.5-2.8 s, so the option is off by
-// default. The content is in
-// the cache file all the same: the next open finds it complete and reads it
-// through passthrough or the page cache. Smaller files keep the page cache,
-// whose read-ahead answers a program's small reads without a request each.
+// default. The content is in the cache file all the same: the next open
+// finds it complete and reads it through passthrough or the page cache.
+// Smaller files keep the page cache, whose read-ahead answers a program's
+// small reads without a request each.
 const directColdMin = 16 << 20
 
 // openVersion opens version f for reading (replaced: another writer's,

@@ -1103,11 +1103,11 @@ func TestStagingFoldersMadeOffline(t *testing.T) {
 	e.want(place.Target{Area: root.Area, ParentID: out.ID, Name: "f.txt"}, []byte("in a folder made offline"))
 }
 
-// A folder made offline whose making meets a 5xx at the return is tried
-// again after a backoff, with no Resume: its file goes up. Offline, a
-// flush of a file in it answers at once; one in a folder the service
-// refuses fails for good, and stays staged.
-func TestStagingFoldersMadeOfflineRetriesAndFailures(t *testing.T) {
+// madeOffline opens a staging that retries soon, and makes folder "later"
+// in shared/ while the service refuses connections: the staging, the root,
+// the folder's provisional id and the refusal, once its first try failed.
+func madeOffline(t *testing.T) (*stagingEnv, *Staging, place.DirKey, int64, *api.OfflineError) {
+	t.Helper()
 	e := newFakeStagingEnv(t)
 	s := e.open(StagingOptions{WriteBack: time.Hour, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	root := place.DirKey{Area: place.Area{Kind: place.Shared}}
@@ -1118,6 +1118,15 @@ func TestStagingFoldersMadeOfflineRetriesAndFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 5*time.Second, "the first try offline", func() bool { return e.fake.Count("CreateDirectory") == 1 })
+	return e, s, root, id, off
+}
+
+// A folder made offline whose making meets a 5xx at the return is tried
+// again after a backoff, with no Resume: its file goes up. Offline, a
+// flush of a file in it answers at once; one in a folder the service
+// refuses fails for good, and stays staged.
+func TestStagingFoldersMadeOfflineRetriesAndFailures(t *testing.T) {
+	e, s, root, id, off := madeOffline(t)
 	st := e.create(s, place.Target{Area: root.Area, ParentID: id, Name: "f.txt"}, 0, []byte("f"))
 	start := time.Now()
 	if err := s.Flush(context.Background(), st); !errors.Is(err, errFolderWaits) || time.Since(start) > time.Second {
@@ -1130,6 +1139,8 @@ func TestStagingFoldersMadeOfflineRetriesAndFailures(t *testing.T) {
 		d, ok := e.list(root.Area, 0)["later"]
 		return ok && e.list(root.Area, d.ID)["f.txt"].Name == "f.txt"
 	})
+	// Listed once its upload completed; its entry leaves the queue just after.
+	testkit.WaitFor(t, 5*time.Second, "f.txt's entry to leave the queue", func() bool { return len(s.Entries()) == 0 })
 
 	refused := &api.Error{Op: "POST /files", HTTPStatus: 400, Code: api.CodeBadRequest, Message: "no"}
 	e.fake.FailNext("CreateDirectory", off)
@@ -1150,16 +1161,7 @@ func TestStagingFoldersMadeOfflineRetriesAndFailures(t *testing.T) {
 // return, ends once the folder is made: the upload resumes though a writer
 // holds the file. It waited forever when only files nobody held resumed.
 func TestStagingFlushOfAnOpenFileInAFolderMadeOffline(t *testing.T) {
-	e := newFakeStagingEnv(t)
-	s := e.open(StagingOptions{WriteBack: time.Hour, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
-	root := place.DirKey{Area: place.Area{Kind: place.Shared}}
-	off := &api.OfflineError{Since: time.Now(), Reason: "connection refused"}
-	e.fake.FailNext("CreateDirectory", off)
-	id, err := s.MakeLater(root, "later", "shared/later")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testkit.WaitFor(t, 5*time.Second, "the first try offline", func() bool { return e.fake.Count("CreateDirectory") == 1 })
+	e, s, root, id, _ := madeOffline(t)
 	st := e.create(s, place.Target{Area: root.Area, ParentID: id, Name: "f.txt"}, 0, []byte("saved by an editor"))
 	if err := s.Flush(context.Background(), st); !errors.Is(err, errFolderWaits) {
 		t.Fatalf("flush offline: %v, want errFolderWaits", err)

@@ -30,28 +30,27 @@ import (
 
 // Options shape an Env; the zero value is a mount of an empty organization.
 type Options struct {
-	Org       string        // default org-a
-	Seed      string        // default empty
-	DirTTL    time.Duration // the listing cache time; default 1 minute
-	IOTimeout time.Duration // how long an operation waits on the service (--io-timeout); default: no limit
-	CacheMax  int64         // the content cache's budget; default the cache's
-	ReadAhead int64         // how far sequential reading fetches ahead (--read-ahead); default the cache's
-	DirAhead  int           // the most folders listed ahead of a reader listing folders (--dir-read-ahead); default 0, none
-	PerPage   int           // listing page size; default 1000
-	Emu       emulator.Options
-	Bundle    cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
-	ReadOnly  bool
-	// ColdDirectIO: the mount reads large files opened cold with direct I/O
-	// (--cold-direct-io).
-	ColdDirectIO bool
-	WriteBack    time.Duration  // default 50ms
-	StagingDir   string         // default CACHE/staging
-	Desk         string         // the desk's name in conflict copies' names
-	Log          *logrus.Logger // the mount's log; default testkit.Log
-	StoreLog     *logrus.Logger // the caches' log (package cache); default testkit.Log
+	Org        string        // default org-a
+	Seed       string        // default empty
+	DirTTL     time.Duration // the listing cache time; default 1 minute
+	IOTimeout  time.Duration // how long an operation waits on the service (--io-timeout); default: no limit
+	CacheMax   int64         // the content cache's budget; default the cache's
+	ReadAhead  int64         // how far sequential reading fetches ahead (--read-ahead); default the cache's
+	DirAhead   int           // the most folders listed ahead of a reader listing folders (--dir-read-ahead); default 0, none
+	PerPage    int           // listing page size; default 1000
+	Emu        emulator.Options
+	Bundle     cache.BundleOptions // tuning of the bundler (client, content and dir are filled in)
+	ReadOnly   bool
+	WriteBack  time.Duration  // default 50ms
+	StagingDir string         // default CACHE/staging
+	Desk       string         // the desk's name in conflict copies' names
+	Log        *logrus.Logger // the mount's log; default testkit.Log
+	StoreLog   *logrus.Logger // the caches' log (package cache); default testkit.Log
 	// Client tunes the API client (a transport that watches requests); its
 	// PerPage and Clock are filled in.
 	Client api.Options
+
+	ColdDirectIO bool // --cold-direct-io: large files opened cold are read with direct I/O
 }
 
 // A MountFunc builds a tree over the env's store (e.Store, e.Log) and mounts
